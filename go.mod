@@ -1,0 +1,3 @@
+module github.com/sfgen/sfgen
+
+go 1.26.8

@@ -1,0 +1,71 @@
+package snowflake
+
+import "time"
+
+// Parts are the four fields of a Snowflake ID.
+type Parts struct {
+	Timestamp  int64 // Unix milliseconds
+	Datacenter int64 // datacenter number
+	Machine    int64 // machine (worker) number
+	Sequence   int64 // sequence within the millisecond
+}
+
+// Time returns p.Timestamp as a UTC time.
+func (p Parts) Time() time.Time { return time.UnixMilli(p.Timestamp).UTC() }
+
+// Compose returns the ID in the Twitter layout with the given timestamp
+// (Unix milliseconds, 1288834974657 to 3487858230208), datacenter (0 to 31),
+// machine (0 to 31) and sequence (0 to 4095). A value out of range returns a
+// *RangeError naming it.
+func Compose(timestamp, datacenter, machine, sequence int64) (ID, error) {
+	return twitter.Compose(timestamp, datacenter, machine, sequence)
+}
+
+// Decompose returns the fields of id in the Twitter layout. A negative id
+// returns a *RangeError for FieldID.
+func Decompose(id ID) (Parts, error) {
+	return twitter.Decompose(id)
+}
+
+// Compose returns the ID with the given timestamp (Unix milliseconds),
+// datacenter, machine and sequence. Each must lie within [l.Min(f),
+// l.Max(f)] for its field f, or Compose returns a *RangeError for the first
+// field, in that order, that does not.
+func (l Layout) Compose(timestamp, datacenter, machine, sequence int64) (ID, error) {
+	delta := timestamp - l.epoch
+	switch {
+	case timestamp < l.epoch || delta > int64(1)<<l.timestampBits-1:
+		return 0, l.rangeError(FieldTimestamp, timestamp)
+	case uint64(datacenter) > uint64(1)<<l.datacenterBits-1:
+		return 0, l.rangeError(FieldDatacenter, datacenter)
+	case uint64(machine) > uint64(1)<<l.machineBits-1:
+		return 0, l.rangeError(FieldMachine, machine)
+	case uint64(sequence) > uint64(1)<<l.sequenceBits-1:
+		return 0, l.rangeError(FieldSequence, sequence)
+	}
+	seqMachine := l.sequenceBits + l.machineBits
+	return ID(delta<<(seqMachine+l.datacenterBits) | datacenter<<seqMachine | machine<<l.sequenceBits | sequence), nil
+}
+
+// Decompose returns the fields of id. A negative id returns a *RangeError
+// for FieldID; every non-negative int64 is a valid ID.
+func (l Layout) Decompose(id ID) (Parts, error) {
+	if id < 0 {
+		return Parts{}, l.rangeError(FieldID, int64(id))
+	}
+	seqMachine := l.sequenceBits + l.machineBits
+	return Parts{
+		Timestamp:  int64(id)>>(seqMachine+l.datacenterBits) + l.epoch,
+		Datacenter: int64(id) >> seqMachine & (1<<l.datacenterBits - 1),
+		Machine:    int64(id) >> l.sequenceBits & (1<<l.machineBits - 1),
+		Sequence:   int64(id) & (1<<l.sequenceBits - 1),
+	}, nil
+}
+
+// rangeError is kept out of line so that Compose and Decompose stay small
+// enough to inline.
+//
+//go:noinline
+func (l Layout) rangeError(f Field, v int64) error {
+	return &RangeError{Field: f, Value: v, Min: l.Min(f), Max: l.Max(f)}
+}

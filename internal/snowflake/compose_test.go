@@ -1,0 +1,270 @@
+package snowflake
+
+import (
+	"errors"
+	"math"
+	"testing"
+)
+
+const (
+	minTS = TwitterEpoch
+	maxTS = int64(3487858230208) // 2080-07-10T17:30:30.208Z
+)
+
+func TestTwitterLimits(t *testing.T) {
+	l := Twitter
+	for _, tc := range []struct {
+		f           Field
+		bits, shift uint
+		min, max    int64
+	}{
+		{FieldTimestamp, 41, 22, minTS, maxTS},
+		{FieldDatacenter, 5, 17, 0, 31},
+		{FieldMachine, 5, 12, 0, 31},
+		{FieldSequence, 12, 0, 0, 4095},
+		{FieldID, 63, 0, 0, math.MaxInt64},
+	} {
+		if got := l.Bits(tc.f); got != tc.bits {
+			t.Errorf("Bits(%s) = %d, want %d", tc.f, got, tc.bits)
+		}
+		if got := l.Shift(tc.f); got != tc.shift {
+			t.Errorf("Shift(%s) = %d, want %d", tc.f, got, tc.shift)
+		}
+		if got := l.Min(tc.f); got != tc.min {
+			t.Errorf("Min(%s) = %d, want %d", tc.f, got, tc.min)
+		}
+		if got := l.Max(tc.f); got != tc.max {
+			t.Errorf("Max(%s) = %d, want %d", tc.f, got, tc.max)
+		}
+	}
+	if got, want := l.MaxTime().Format("2006-01-02T15:04:05.000Z"), "2080-07-10T17:30:30.208Z"; got != want {
+		t.Errorf("MaxTime = %s, want %s", got, want)
+	}
+	if got, want := l.MinTime().Format("2006-01-02T15:04:05.000Z"), "2010-11-04T01:42:54.657Z"; got != want {
+		t.Errorf("MinTime = %s, want %s", got, want)
+	}
+}
+
+func TestCompose(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		ts, dc, m, sq int64
+		want          ID
+		field         Field // of the error, when errField
+		errField      bool
+	}{
+		{name: "worked example", ts: 1288834975657, dc: 1, m: 1, sq: 0, want: 4194439168},
+		{name: "all zero", ts: minTS, want: 0},
+		{name: "maximum", ts: maxTS, dc: 31, m: 31, sq: 4095, want: math.MaxInt64},
+		{name: "sequence only", ts: minTS, sq: 4095, want: 4095},
+		{name: "machine only", ts: minTS, m: 31, want: 31 << 12},
+		{name: "datacenter only", ts: minTS, dc: 31, want: 31 << 17},
+		{name: "one ms", ts: minTS + 1, want: 1 << 22},
+		{name: "max timestamp", ts: maxTS, want: (1<<41 - 1) << 22},
+
+		{name: "timestamp below epoch", ts: minTS - 1, errField: true, field: FieldTimestamp},
+		{name: "timestamp zero", ts: 0, errField: true, field: FieldTimestamp},
+		{name: "timestamp negative", ts: math.MinInt64, errField: true, field: FieldTimestamp},
+		{name: "timestamp past 2080", ts: maxTS + 1, errField: true, field: FieldTimestamp},
+		{name: "timestamp max int64", ts: math.MaxInt64, errField: true, field: FieldTimestamp},
+		{name: "datacenter 32", ts: minTS, dc: 32, errField: true, field: FieldDatacenter},
+		{name: "datacenter -1", ts: minTS, dc: -1, errField: true, field: FieldDatacenter},
+		{name: "datacenter huge", ts: minTS, dc: math.MaxInt64, errField: true, field: FieldDatacenter},
+		{name: "machine 32", ts: minTS, m: 32, errField: true, field: FieldMachine},
+		{name: "machine -1", ts: minTS, m: -1, errField: true, field: FieldMachine},
+		{name: "sequence 4096", ts: minTS, sq: 4096, errField: true, field: FieldSequence},
+		{name: "sequence -1", ts: minTS, sq: -1, errField: true, field: FieldSequence},
+		{name: "sequence min int64", ts: minTS, sq: math.MinInt64, errField: true, field: FieldSequence},
+		{name: "first bad field wins", ts: 0, dc: 99, m: 99, sq: -1, errField: true, field: FieldTimestamp},
+		{name: "datacenter before machine", ts: minTS, dc: 99, m: 99, errField: true, field: FieldDatacenter},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := Compose(tc.ts, tc.dc, tc.m, tc.sq)
+			if !tc.errField {
+				if err != nil || got != tc.want {
+					t.Fatalf("Compose(%d, %d, %d, %d) = %d, %v; want %d, nil", tc.ts, tc.dc, tc.m, tc.sq, got, err, tc.want)
+				}
+				return
+			}
+			if got != 0 {
+				t.Errorf("Compose returned %d alongside its error, want 0", got)
+			}
+			var re *RangeError
+			if !errors.As(err, &re) || !errors.Is(err, ErrOutOfRange) {
+				t.Fatalf("Compose(%d, %d, %d, %d) error = %v, want a *RangeError wrapping ErrOutOfRange", tc.ts, tc.dc, tc.m, tc.sq, err)
+			}
+			if re.Field != tc.field || re.Min != Twitter.Min(tc.field) || re.Max != Twitter.Max(tc.field) {
+				t.Errorf("RangeError = %+v, want field %s range [%d, %d]", re, tc.field, Twitter.Min(tc.field), Twitter.Max(tc.field))
+			}
+		})
+	}
+}
+
+func TestRangeErrorMessage(t *testing.T) {
+	for _, tc := range []struct {
+		ts, dc, m, sq int64
+		want          string
+	}{
+		{minTS - 1, 0, 0, 0, "timestamp 1288834974656 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
+		{minTS, 32, 0, 0, "datacenter 32 out of range [0, 31]"},
+		{minTS, 0, -1, 0, "machine -1 out of range [0, 31]"},
+		{minTS, 0, 0, 4096, "sequence 4096 out of range [0, 4095]"},
+	} {
+		_, err := Compose(tc.ts, tc.dc, tc.m, tc.sq)
+		if err == nil || err.Error() != tc.want {
+			t.Errorf("Compose(%d, %d, %d, %d) error = %v, want %q", tc.ts, tc.dc, tc.m, tc.sq, err, tc.want)
+		}
+	}
+	_, err := Decompose(-5)
+	if want := "id -5 out of range [0, 9223372036854775807]"; err == nil || err.Error() != want {
+		t.Errorf("Decompose(-5) error = %v, want %q", err, want)
+	}
+}
+
+func TestDecompose(t *testing.T) {
+	for _, tc := range []struct {
+		id   ID
+		want Parts
+	}{
+		{4194439168, Parts{1288834975657, 1, 1, 0}},
+		{0, Parts{minTS, 0, 0, 0}},
+		{math.MaxInt64, Parts{maxTS, 31, 31, 4095}},
+		{1<<22 - 1, Parts{minTS, 31, 31, 4095}},
+		{1 << 22, Parts{minTS + 1, 0, 0, 0}},
+	} {
+		got, err := Decompose(tc.id)
+		if err != nil || got != tc.want {
+			t.Errorf("Decompose(%d) = %+v, %v; want %+v, nil", tc.id, got, err, tc.want)
+		}
+	}
+	for _, id := range []ID{-1, math.MinInt64} {
+		_, err := Decompose(id)
+		var re *RangeError
+		if !errors.As(err, &re) || re.Field != FieldID || re.Value != int64(id) {
+			t.Errorf("Decompose(%d) error = %v, want a *RangeError for id", id, err)
+		}
+	}
+}
+
+func TestNewLayout(t *testing.T) {
+	l, err := NewLayout(TwitterEpoch, 41, 5, 5, 12)
+	if err != nil || l != Twitter {
+		t.Fatalf("NewLayout(twitter) = %+v, %v; want Twitter", l, err)
+	}
+	for _, tc := range []struct {
+		epoch          int64
+		ts, dc, m, seq uint8
+	}{
+		{TwitterEpoch, 41, 5, 5, 11},  // 62 bits
+		{TwitterEpoch, 42, 5, 5, 12},  // 64 bits
+		{TwitterEpoch, 41, 0, 10, 12}, // empty field
+		{-1, 41, 5, 5, 12},            // negative epoch
+		{math.MaxInt64 - 10, 41, 5, 5, 12},
+	} {
+		if _, err := NewLayout(tc.epoch, tc.ts, tc.dc, tc.m, tc.seq); !errors.Is(err, ErrInvalidLayout) {
+			t.Errorf("NewLayout(%d, %d, %d, %d, %d) error = %v, want ErrInvalidLayout", tc.epoch, tc.ts, tc.dc, tc.m, tc.seq, err)
+		}
+	}
+	// Another valid layout composes and decomposes consistently.
+	l, err = NewLayout(0, 43, 4, 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := l.Compose(l.Max(FieldTimestamp), 15, 3, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := l.Decompose(id); p != (Parts{l.Max(FieldTimestamp), 15, 3, 7}) {
+		t.Errorf("round trip in custom layout = %+v", p)
+	}
+	if _, err := l.Compose(0, 16, 0, 0); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("datacenter 16 in a 4-bit layout: error = %v, want ErrOutOfRange", err)
+	}
+}
+
+func TestBinary(t *testing.T) {
+	got := Twitter.Binary(4194439168)
+	want := "0 00000000000000000000000000000001111101000 00001 00001 000000000000"
+	if got != want {
+		t.Errorf("Binary(4194439168) =\n%s\nwant\n%s", got, want)
+	}
+	segs := Twitter.Segments(4194439168)
+	wantValues := []int64{0, 1288834975657, 1, 1, 0}
+	for i, s := range segs {
+		if s.Value != wantValues[i] {
+			t.Errorf("segment %s value = %d, want %d", s.Name, s.Value, wantValues[i])
+		}
+	}
+	if got := Twitter.Binary(-1); got[0] != '1' || len(got) != 64+4 {
+		t.Errorf("Binary(-1) = %s, want the sign bit set and 64 bits", got)
+	}
+}
+
+func FuzzComposeDecompose(f *testing.F) {
+	f.Add(int64(1288834975657), int64(1), int64(1), int64(0))
+	f.Add(minTS, int64(0), int64(0), int64(0))
+	f.Add(maxTS, int64(31), int64(31), int64(4095))
+	f.Add(maxTS+1, int64(0), int64(0), int64(0))
+	f.Add(minTS, int64(-1), int64(32), int64(4096))
+	f.Fuzz(func(t *testing.T, ts, dc, m, sq int64) {
+		id, err := Compose(ts, dc, m, sq)
+		valid := ts >= minTS && ts <= maxTS && dc >= 0 && dc <= 31 && m >= 0 && m <= 31 && sq >= 0 && sq <= 4095
+		if valid != (err == nil) {
+			t.Fatalf("Compose(%d, %d, %d, %d) = %d, %v; valid inputs: %v", ts, dc, m, sq, id, err, valid)
+		}
+		if !valid {
+			return
+		}
+		// A second implementation: the formula as written in the README.
+		if want := ID((ts-TwitterEpoch)<<22 | dc<<17 | m<<12 | sq); id != want {
+			t.Fatalf("Compose(%d, %d, %d, %d) = %d, want %d", ts, dc, m, sq, id, want)
+		}
+		p, err := Decompose(id)
+		if err != nil || p != (Parts{ts, dc, m, sq}) {
+			t.Fatalf("Decompose(%d) = %+v, %v; want the inputs back", id, p, err)
+		}
+	})
+}
+
+func FuzzDecomposeCompose(f *testing.F) {
+	f.Add(int64(4194439168))
+	f.Add(int64(math.MaxInt64))
+	f.Add(int64(-1))
+	f.Fuzz(func(t *testing.T, n int64) {
+		p, err := Decompose(ID(n))
+		if (n < 0) != (err != nil) {
+			t.Fatalf("Decompose(%d) error = %v", n, err)
+		}
+		if n < 0 {
+			return
+		}
+		id, err := Compose(p.Timestamp, p.Datacenter, p.Machine, p.Sequence)
+		if err != nil || id != ID(n) {
+			t.Fatalf("Compose(Decompose(%d)) = %d, %v", n, id, err)
+		}
+	})
+}
+
+var sinkID ID
+var sinkParts Parts
+
+func BenchmarkCompose(b *testing.B) {
+	ts := int64(1700000000000)
+	for i := 0; i < b.N; i++ {
+		id, err := Compose(ts, 1, 1, int64(i&4095))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkID = id
+	}
+}
+
+func BenchmarkDecompose(b *testing.B) {
+	for i := 0; i < b.N; i++ {
+		p, err := Decompose(ID(i) << 10)
+		if err != nil {
+			b.Fatal(err)
+		}
+		sinkParts = p
+	}
+}
