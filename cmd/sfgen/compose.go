@@ -1,0 +1,123 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+)
+
+const composeHelp = `
+sfgen compose [--timestamp MS] [--datacenter N] [--machine N] [--sequence N] [--json]
+
+Builds one Snowflake ID (Twitter layout) and shows its bits. An omitted
+--timestamp means now; omitted --datacenter, --machine and --sequence mean 0.
+
+Examples:
+  sfgen compose --timestamp 1288834975657 --datacenter 1 --machine 1 --sequence 0
+  sfgen compose --datacenter 3 --json
+`
+
+func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("compose", composeHelp, stdout, stderr)
+	var ts, dc, m, seq intFlag
+	c.fs.Var(&ts, "timestamp", "Unix time in `MS`, 1288834974657 to 3487858230208 (default now)")
+	c.fs.Var(&dc, "datacenter", "datacenter `N`, 0 to 31")
+	c.fs.Var(&m, "machine", "machine (worker) `N`, 0 to 31")
+	c.fs.Var(&seq, "sequence", "sequence `N`, 0 to 4095")
+	asJSON := c.fs.Bool("json", false, "print one JSON object instead of the breakdown")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q; compose takes only flags", pos[0])
+	}
+
+	l := snowflake.Twitter
+	values := [4]int64{time.Now().UnixMilli(), 0, 0, 0}
+	for i, f := range []struct {
+		flag  *intFlag
+		field snowflake.Field
+	}{{&ts, snowflake.FieldTimestamp}, {&dc, snowflake.FieldDatacenter}, {&m, snowflake.FieldMachine}, {&seq, snowflake.FieldSequence}} {
+		if !f.flag.set {
+			continue
+		}
+		v, err := f.flag.field(l, f.field)
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		values[i] = v
+	}
+	id, err := l.Compose(values[0], values[1], values[2], values[3])
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	return printID(c, l, id, *asJSON)
+}
+
+// idJSON is the JSON form of one ID, shared by compose and decompose.
+type idJSON struct {
+	ID          snowflake.ID `json:"id"`
+	TimestampMS int64        `json:"timestamp_ms"`
+	Time        string       `json:"time"`
+	Datacenter  int64        `json:"datacenter_id"`
+	Machine     int64        `json:"machine_id"`
+	Sequence    int64        `json:"sequence"`
+}
+
+// timeFormat is RFC 3339 in UTC with exactly three fractional digits.
+const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
+	p, err := l.Decompose(id)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	if asJSON {
+		b, err := json.Marshal(idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence})
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		fmt.Fprintf(c.stdout, "%s\n", b)
+		return exitOK
+	}
+	writeBreakdown(c.stdout, l, id, p, useColor(c.stdout))
+	return exitOK
+}
+
+// writeBreakdown prints the ID, then one line per segment of its bits with
+// the segment's value: the layout of the web tool sfgen replaces, plus the
+// decoding it lacked.
+func writeBreakdown(w io.Writer, l snowflake.Layout, id snowflake.ID, p snowflake.Parts, color bool) {
+	segs := l.Segments(id)
+	paint := func(i int, s string) string {
+		if !color {
+			return s
+		}
+		return segmentColors[i%len(segmentColors)] + s + "\x1b[0m"
+	}
+	fmt.Fprintln(w, id)
+	fmt.Fprint(w, "\nbits        ")
+	for i, s := range segs {
+		if i > 0 {
+			fmt.Fprint(w, " ")
+		}
+		fmt.Fprint(w, paint(i, s.Bits))
+	}
+	fmt.Fprintln(w)
+	for i, s := range segs {
+		fmt.Fprintf(w, "%-11s %s%*s  %d", s.Name, paint(i, s.Bits), int(l.Bits(snowflake.FieldTimestamp))-len(s.Bits), "", s.Value)
+		if s.Name == snowflake.FieldTimestamp.String() {
+			fmt.Fprintf(w, " ms = %s (epoch + %d ms)", p.Time().Format(timeFormat), s.Value-l.Epoch())
+		}
+		fmt.Fprintln(w)
+	}
+}
+
+// segmentColors are the ANSI colours of the sign, timestamp, datacenter,
+// machine and sequence segments.
+var segmentColors = []string{"\x1b[2m", "\x1b[36m", "\x1b[33m", "\x1b[35m", "\x1b[32m"}
