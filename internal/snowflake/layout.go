@@ -133,3 +133,12 @@ func (l Layout) MinTime() time.Time { return time.UnixMilli(l.Min(FieldTimestamp
 
 // MaxTime returns the latest instant the layout can hold, in UTC.
 func (l Layout) MaxTime() time.Time { return time.UnixMilli(l.Max(FieldTimestamp)).UTC() }
+
+// String describes the layout by its epoch and field widths, as in
+// "epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12".
+// The SQL that sfgen generates returns the same text from
+// snowflake_layout(), so a check can tell which layout a database has.
+func (l Layout) String() string {
+	return fmt.Sprintf("epoch=%d timestamp=%d datacenter=%d machine=%d sequence=%d",
+		l.epoch, l.timestampBits, l.datacenterBits, l.machineBits, l.sequenceBits)
+}

@@ -1,0 +1,69 @@
+package sqlgen
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// DefaultSchema is the schema sfgen installs into when none is given.
+const DefaultSchema = "public"
+
+// ErrInvalidSchema is wrapped by the *SchemaError that ValidateSchema, and
+// so Script and Migration, return for a schema name they refuse.
+var ErrInvalidSchema = errors.New("invalid schema name")
+
+// A SchemaError reports a schema name that ValidateSchema refuses, and why.
+type SchemaError struct {
+	Name   string // the name given
+	Reason string // what is wrong with it
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("schema %q %s; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_", e.Name, e.Reason)
+}
+
+// Unwrap returns ErrInvalidSchema.
+func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
+
+// ValidateSchema checks that name is usable as sfgen's schema: 1 to 63
+// characters from a-z, 0-9 and _, not starting with a digit, and not
+// starting with pg_ (reserved by PostgreSQL). These are exactly the names
+// that PostgreSQL keeps as typed when unquoted, so the schema is the same
+// whether a user writes it quoted or not. Generated SQL quotes it anyway.
+func ValidateSchema(name string) error {
+	switch {
+	case name == "":
+		return &SchemaError{name, "is empty"}
+	case len(name) > 63:
+		return &SchemaError{name, fmt.Sprintf("is %d bytes long", len(name))}
+	case name[0] >= '0' && name[0] <= '9':
+		return &SchemaError{name, "starts with a digit"}
+	case strings.HasPrefix(name, "pg_"):
+		return &SchemaError{name, "is reserved by PostgreSQL"}
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return &SchemaError{name, fmt.Sprintf("has %q at byte %d", c, i)}
+		}
+	}
+	return nil
+}
+
+// QuoteIdentifier returns name as a PostgreSQL quoted identifier.
+func QuoteIdentifier(name string) string {
+	return `"` + strings.ReplaceAll(name, `"`, `""`) + `"`
+}
+
+// QuoteLiteral returns s as a PostgreSQL string literal. It refuses
+// nothing: it doubles single quotes, and writes an E” literal with
+// doubled backslashes when s has a backslash, so the result means s
+// whatever standard_conforming_strings is.
+func QuoteLiteral(s string) string {
+	q := "'" + strings.ReplaceAll(s, "'", "''") + "'"
+	if strings.Contains(s, `\`) {
+		q = "E" + strings.ReplaceAll(q, `\`, `\\`)
+	}
+	return q
+}
