@@ -20,7 +20,7 @@ type SchemaError struct {
 }
 
 func (e *SchemaError) Error() string {
-	return fmt.Sprintf("schema %q %s; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_", e.Name, e.Reason)
+	return fmt.Sprintf("schema %q %s; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword", e.Name, e.Reason)
 }
 
 // Unwrap returns ErrInvalidSchema.
@@ -28,7 +28,8 @@ func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
 
 // ValidateSchema checks that name is usable as sfgen's schema: 1 to 63
 // characters from a-z, 0-9 and _, not starting with a digit, and not
-// starting with pg_ (reserved by PostgreSQL). These are exactly the names
+// starting with pg_ (reserved by PostgreSQL), and not a reserved keyword
+// (such as user or select). These are exactly the names
 // that PostgreSQL keeps as typed when unquoted, so the schema is the same
 // whether a user writes it quoted or not. Generated SQL quotes it anyway.
 func ValidateSchema(name string) error {
@@ -41,6 +42,8 @@ func ValidateSchema(name string) error {
 		return &SchemaError{name, "starts with a digit"}
 	case strings.HasPrefix(name, "pg_"):
 		return &SchemaError{name, "is reserved by PostgreSQL"}
+	case reservedKeywords[name]:
+		return &SchemaError{name, "is a reserved SQL keyword"}
 	}
 	for i := 0; i < len(name); i++ {
 		c := name[i]
@@ -66,4 +69,35 @@ func QuoteLiteral(s string) string {
 		q = "E" + strings.ReplaceAll(q, `\`, `\\`)
 	}
 	return q
+}
+
+// reservedKeywords are PostgreSQL 15's reserved keywords (pg_get_keywords()
+// categories R and T), which cannot name a schema without quotes. goose
+// writes its version table's name unquoted, so sfgen refuses them.
+var reservedKeywords = map[string]bool{
+	"all": true, "analyse": true, "analyze": true, "and": true, "any": true,
+	"array": true, "as": true, "asc": true, "asymmetric": true,
+	"authorization": true, "binary": true, "both": true, "case": true,
+	"cast": true, "check": true, "collate": true, "collation": true,
+	"column": true, "concurrently": true, "constraint": true, "create": true,
+	"cross": true, "current_catalog": true, "current_date": true,
+	"current_role": true, "current_schema": true, "current_time": true,
+	"current_timestamp": true, "current_user": true, "default": true,
+	"deferrable": true, "desc": true, "distinct": true, "do": true,
+	"else": true, "end": true, "except": true, "false": true, "fetch": true,
+	"for": true, "foreign": true, "freeze": true, "from": true, "full": true,
+	"grant": true, "group": true, "having": true, "ilike": true, "in": true,
+	"initially": true, "inner": true, "intersect": true, "into": true,
+	"is": true, "isnull": true, "join": true, "lateral": true,
+	"leading": true, "left": true, "like": true, "limit": true,
+	"localtime": true, "localtimestamp": true, "natural": true, "not": true,
+	"notnull": true, "null": true, "offset": true, "on": true, "only": true,
+	"or": true, "order": true, "outer": true, "overlaps": true,
+	"placing": true, "primary": true, "references": true, "returning": true,
+	"right": true, "select": true, "session_user": true, "similar": true,
+	"some": true, "symmetric": true, "table": true, "tablesample": true,
+	"then": true, "to": true, "trailing": true, "true": true, "union": true,
+	"unique": true, "user": true, "using": true, "variadic": true,
+	"verbose": true, "when": true, "where": true, "window": true,
+	"with": true,
 }
