@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/sfgen/sfgen/internal/install"
+)
+
+const installHelp = `
+sfgen install [--dsn URL] [--schema NAME] [--datacenter N] [--machine N]
+
+Applies sfgen's goose migrations to a database, over pgx, and prints what
+it applied. Versions are recorded in NAME.sfgen_db_version, apart from your
+application's goose_db_version. Running it again applies nothing. The node
+flags set the node of snowflake_next_id() on first install only; use
+'sfgen node' to change it later.
+
+Examples:
+  sfgen install --dsn postgres://app@localhost:5432/app
+  DATABASE_URL=postgres://app@localhost/app sfgen install --schema ids --datacenter 1
+`
+
+func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("install", installHelp, stdout, stderr)
+	var sf sqlFlags
+	sf.register(c)
+	dsnFlag := c.fs.String("dsn", "", dsnHelp)
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q; install takes only flags", pos[0])
+	}
+	o, err := sf.options()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	dsn := dsnOrEnv(*dsnFlag)
+	if dsn == "" {
+		return c.usageError("no database: give --dsn URL or set DATABASE_URL")
+	}
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		return c.fail("connect: %s", err)
+	}
+	defer db.Close()
+	res, err := install.Apply(ctx, db, o)
+	if err != nil {
+		return c.fail("%s", redactErr(err, dsn))
+	}
+	if len(res.Applied) == 0 {
+		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen version %d\n", res.Schema, res.Version)
+		if sf.dc.set || sf.machine.set {
+			fmt.Fprintf(stderr, "sfgen install: the node flags apply to a first install only; use 'sfgen node' to change the node\n")
+		}
+		return exitOK
+	}
+	for _, name := range res.Applied {
+		fmt.Fprintf(stdout, "applied %s\n", name)
+	}
+	fmt.Fprintf(stdout, "schema %s is at sfgen version %d\n", res.Schema, res.Version)
+	return exitOK
+}

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"context"
+	"io"
+
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+const sqlHelp = `
+sfgen sql [--schema NAME] [--datacenter N] [--machine N]
+
+Prints the install script: the PL/pgSQL functions snowflake_compose,
+snowflake_decompose, snowflake_timestamp, snowflake_first_id,
+snowflake_last_id, snowflake_layout and snowflake_next_id, rendered from the
+same layout as the Go composer. The script can run again on the same
+database.
+
+Examples:
+  sfgen sql > snowflake.sql && psql -v ON_ERROR_STOP=1 -f snowflake.sql
+  sfgen sql --schema ids --datacenter 2 --machine 5
+`
+
+func runSQL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("sql", sqlHelp, stdout, stderr)
+	var sf sqlFlags
+	sf.register(c)
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q; sql takes only flags", pos[0])
+	}
+	o, err := sf.options()
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	script, err := sqlgen.Script(o)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	if _, err := stdout.Write(script); err != nil {
+		return c.fail("%v", err)
+	}
+	return exitOK
+}
