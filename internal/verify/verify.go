@@ -1,0 +1,313 @@
+package verify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// ErrNotInstalled is returned by Run and CheckInstalled when the schema
+// lacks sfgen's functions.
+var ErrNotInstalled = errors.New("sfgen functions are not installed")
+
+// ErrLayoutMismatch is returned by Run and CheckInstalled when the
+// installed functions were generated for another layout.
+var ErrLayoutMismatch = errors.New("installed functions use another layout")
+
+// Options say what Run checks.
+type Options struct {
+	Layout    snowflake.Layout // zero means snowflake.Twitter
+	Schema    string           // "" means public
+	Count     int              // random inputs to check, besides the fixed vectors
+	Seed      uint64           // seeds the inputs; the same seed gives the same inputs
+	BatchSize int              // inputs per statement; 0 means 8192
+	Workers   int              // connections used at once; 0 means 2
+	Keep      int              // mismatches kept in full in the report; 0 means 10
+
+	// Progress, if set, is called after each batch with the number of
+	// inputs checked so far. Calls do not overlap.
+	Progress func(done int)
+}
+
+// A Report is what Run found.
+type Report struct {
+	Schema     string        `json:"schema"`
+	Layout     string        `json:"layout"`
+	Seed       uint64        `json:"seed"`
+	Vectors    int           `json:"vectors"`    // fixed vectors checked
+	Checked    int           `json:"checked"`    // random inputs checked
+	Valid      int           `json:"valid"`      // inputs Go composed (then decomposed and dated)
+	Rejected   int           `json:"rejected"`   // inputs Go rejected: out-of-range fields and negative IDs
+	Mismatches int           `json:"mismatches"` // inputs on which the two sides differ
+	Examples   []Mismatch    `json:"examples"`   // the first mismatches, in full
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	PerSecond  float64       `json:"inputs_per_second"` // random inputs checked per second
+}
+
+// OK reports whether the run found no mismatch.
+func (r *Report) OK() bool { return r.Mismatches == 0 }
+
+// A Mismatch is one input on which Go and the database differ.
+type Mismatch struct {
+	Check string `json:"check"` // the SQL call, e.g. snowflake_compose(1288834975657, 1, 1, 0)
+	Go    string `json:"go"`    // Go's answer
+	DB    string `json:"db"`    // the database's answer
+	Seed  uint64 `json:"seed"`  // the run's seed
+	Batch int    `json:"batch"` // the batch, -1 for the fixed vectors
+}
+
+func (m Mismatch) String() string {
+	return fmt.Sprintf("%s\n    go: %s\n    db: %s\n    (seed %d, batch %d)", m.Check, m.Go, m.DB, m.Seed, m.Batch)
+}
+
+// Run checks the functions installed in o.Schema of the database behind
+// pool against the Go composer: first the fixed vectors, then o.Count
+// random inputs. It installs nothing; it creates session-temporary helper
+// functions (in pg_temp) that catch each rejection. A non-nil error means
+// the check could not run; mismatches are in the report.
+func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
+	o = o.withDefaults()
+	if err := sqlgen.ValidateSchema(o.Schema); err != nil {
+		return nil, err
+	}
+	if err := CheckInstalled(ctx, pool, o.Schema, o.Layout); err != nil {
+		return nil, err
+	}
+	c := &checker{o: o, schema: sqlgen.QuoteIdentifier(o.Schema), rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed}, prepared: map[*pgconn.PgConn]bool{}}
+	start := time.Now()
+
+	vectors := Vectors(o.Layout)
+	inputs := make([]Input, len(vectors))
+	for i, v := range vectors {
+		inputs[i] = v.Input
+	}
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	vr, err := c.batch(ctx, conn, -1, inputs, []int64{-1, -4194439168, -1 << 63})
+	conn.Release()
+	if err != nil {
+		return nil, err
+	}
+	c.rep.Vectors = len(vectors)
+	c.merge(vr, false)
+
+	batches := (o.Count + o.BatchSize - 1) / o.BatchSize
+	work := make(chan int)
+	results := make(chan *batchResult)
+	errc := make(chan error, o.Workers)
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	for w := 0; w < o.Workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			conn, err := pool.Acquire(ctx)
+			if err != nil {
+				errc <- err
+				cancel()
+				return
+			}
+			defer conn.Release()
+			for b := range work {
+				res, err := c.randomBatch(ctx, conn, b)
+				if err != nil {
+					errc <- err
+					cancel()
+					return
+				}
+				select {
+				case results <- res:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(work)
+		for b := 0; b < batches; b++ {
+			select {
+			case work <- b:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	go func() { wg.Wait(); close(results) }()
+	for res := range results {
+		c.merge(res, true)
+		if o.Progress != nil {
+			o.Progress(c.rep.Checked)
+		}
+	}
+	select {
+	case err := <-errc:
+		return nil, err
+	default:
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	c.rep.Elapsed = time.Since(start)
+	if s := c.rep.Elapsed.Seconds(); s > 0 {
+		c.rep.PerSecond = float64(c.rep.Checked) / s
+	}
+	return c.rep, nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.Layout == (snowflake.Layout{}) {
+		o.Layout = snowflake.Twitter
+	}
+	if o.Schema == "" {
+		o.Schema = sqlgen.DefaultSchema
+	}
+	if o.BatchSize <= 0 {
+		o.BatchSize = 8192
+	}
+	if o.Workers <= 0 {
+		o.Workers = 2
+	}
+	if o.Keep <= 0 {
+		o.Keep = 10
+	}
+	return o
+}
+
+// requiredFunctions are the functions Run calls, by signature.
+var requiredFunctions = []string{
+	"snowflake_layout()",
+	"snowflake_compose(bigint, integer, integer, integer)",
+	"snowflake_decompose(bigint)",
+	"snowflake_timestamp(bigint)",
+}
+
+// CheckInstalled returns nil when schema holds every function Run calls,
+// generated for layout l; otherwise ErrNotInstalled or ErrLayoutMismatch,
+// wrapped with what is missing or different.
+func CheckInstalled(ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string, l snowflake.Layout) error {
+	if err := sqlgen.ValidateSchema(schema); err != nil {
+		return err
+	}
+	q := sqlgen.QuoteIdentifier(schema)
+	var missing []string
+	for _, f := range requiredFunctions {
+		var ok bool
+		if err := db.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", q+"."+f).Scan(&ok); err != nil {
+			return fmt.Errorf("look up %s: %w", f, err)
+		}
+		if !ok {
+			missing = append(missing, f)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("%w in schema %s: missing %v; run 'sfgen install' first", ErrNotInstalled, schema, missing)
+	}
+	var got string
+	if err := db.QueryRow(ctx, "SELECT "+q+".snowflake_layout()").Scan(&got); err != nil {
+		return fmt.Errorf("read layout: %w", err)
+	}
+	if got != l.String() {
+		return fmt.Errorf("%w: schema %s has %q, this sfgen uses %q", ErrLayoutMismatch, schema, got, l.String())
+	}
+	return nil
+}
+
+// checker runs the batches of one Run.
+type checker struct {
+	o      Options
+	schema string // quoted
+
+	mu       sync.Mutex
+	rep      *Report
+	prepared map[*pgconn.PgConn]bool // sessions that have the helpers
+}
+
+type batchResult struct {
+	checked, valid, rejected, mismatches int
+	examples                             []Mismatch
+}
+
+func (c *checker) merge(r *batchResult, random bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if random {
+		c.rep.Checked += r.checked
+		c.rep.Valid += r.valid
+		c.rep.Rejected += r.rejected
+	}
+	c.rep.Mismatches += r.mismatches
+	for _, m := range r.examples {
+		if len(c.rep.Examples) < c.o.Keep {
+			c.rep.Examples = append(c.rep.Examples, m)
+		}
+	}
+}
+
+// randomBatch draws batch b's inputs and checks them.
+func (c *checker) randomBatch(ctx context.Context, conn *pgxpool.Conn, b int) (*batchResult, error) {
+	r := batchRand(c.o.Seed, b)
+	g := newGenerator(c.o.Layout)
+	n := min(c.o.BatchSize, c.o.Count-b*c.o.BatchSize)
+	inputs := make([]Input, 0, n)
+	var negatives []int64
+	for range n {
+		switch k := kindOf(r.IntN(100)); k {
+		case kindNegative:
+			negatives = append(negatives, negativeID(r))
+		default:
+			inputs = append(inputs, g.input(r, k))
+		}
+	}
+	return c.batch(ctx, conn, b, inputs, negatives)
+}
+
+// batch checks compose inputs and negative IDs on both sides.
+func (c *checker) batch(ctx context.Context, conn *pgxpool.Conn, b int, inputs []Input, negatives []int64) (*batchResult, error) {
+	res := &batchResult{checked: len(inputs) + len(negatives), rejected: len(negatives)}
+	l := c.o.Layout
+	var valid, invalid []Input
+	var validIDs []int64
+	var invalidErrs []error
+	for _, in := range inputs {
+		id, err := l.Compose(in.Timestamp, int64(in.Datacenter), int64(in.Machine), int64(in.Sequence))
+		if err != nil {
+			invalid = append(invalid, in)
+			invalidErrs = append(invalidErrs, err)
+			continue
+		}
+		valid = append(valid, in)
+		validIDs = append(validIDs, int64(id))
+	}
+	res.valid, res.rejected = len(valid), res.rejected+len(invalid)
+	mismatch := func(check, goSide, dbSide string) {
+		res.mismatches++
+		if len(res.examples) < c.o.Keep {
+			res.examples = append(res.examples, Mismatch{check, goSide, dbSide, c.o.Seed, b})
+		}
+	}
+	if err := c.checkValid(ctx, conn, valid, validIDs, mismatch); err != nil {
+		return nil, err
+	}
+	if err := c.checkRejected(ctx, conn, invalid, invalidErrs, mismatch); err != nil {
+		return nil, err
+	}
+	if err := c.checkNegative(ctx, conn, negatives, mismatch); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
