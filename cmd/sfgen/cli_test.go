@@ -1,0 +1,186 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// sfgen runs the CLI in-process and returns its exit status and output.
+func sfgen(t *testing.T, args ...string) (code int, stdout, stderr string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code = run(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestComposeBreakdown(t *testing.T) {
+	t.Setenv("NO_COLOR", "")
+	code, out, errOut := sfgen(t, "compose", "--timestamp", "1288834975657", "--datacenter", "1", "--machine", "1", "--sequence", "0")
+	if code != 0 || errOut != "" {
+		t.Fatalf("exit %d, stderr %q", code, errOut)
+	}
+	want := `4194439168
+
+bits        0 00000000000000000000000000000001111101000 00001 00001 000000000000
+sign        0                                          0
+timestamp   00000000000000000000000000000001111101000  1288834975657 ms = 2010-11-04T01:42:55.657Z (epoch + 1000 ms)
+datacenter  00001                                      1
+machine     00001                                      1
+sequence    000000000000                               0
+`
+	if out != want {
+		t.Errorf("stdout =\n%s\nwant\n%s", out, want)
+	}
+	if strings.Contains(out, "\x1b[") {
+		t.Error("colour written to a non-terminal")
+	}
+}
+
+func TestComposeDefaults(t *testing.T) {
+	code, out, _ := sfgen(t, "compose", "--json")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	var got idJSON
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Datacenter != 0 || got.Machine != 0 || got.Sequence != 0 || got.TimestampMS < 1700000000000 {
+		t.Errorf("defaults = %+v; want now and zeros", got)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	for _, args := range [][]string{
+		{"compose", "--timestamp=1288834975657", "--datacenter=1", "--machine=1", "--json"},
+		{"decompose", "4194439168", "--json"},
+		{"decompose", "--json", "4194439168"},
+	} {
+		code, out, errOut := sfgen(t, args...)
+		want := `{"id":"4194439168","timestamp_ms":1288834975657,"time":"2010-11-04T01:42:55.657Z","datacenter_id":1,"machine_id":1,"sequence":0}` + "\n"
+		if code != 0 || out != want || errOut != "" {
+			t.Errorf("sfgen %v = %d, %q, %q; want 0, %q", args, code, out, errOut, want)
+		}
+	}
+	code, out, _ := sfgen(t, "decompose", "9223372036854775807", "--json")
+	if want := `{"id":"9223372036854775807","timestamp_ms":3487858230208,"time":"2080-07-10T17:30:30.208Z","datacenter_id":31,"machine_id":31,"sequence":4095}` + "\n"; code != 0 || out != want {
+		t.Errorf("decompose max = %d, %q", code, out)
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string // the one line on stderr
+	}{
+		{[]string{"compose", "--datacenter", "32"}, "sfgen compose: datacenter 32 out of range [0, 31]"},
+		{[]string{"compose", "--machine", "-1"}, "sfgen compose: machine -1 out of range [0, 31]"},
+		{[]string{"compose", "--sequence", "4096"}, "sfgen compose: sequence 4096 out of range [0, 4095]"},
+		{[]string{"compose", "--sequence", "abc"}, `sfgen compose: sequence "abc" is not a whole number; want an integer in [0, 4095]`},
+		{[]string{"compose", "--datacenter", "1.5"}, `sfgen compose: datacenter "1.5" is not a whole number; want an integer in [0, 31]`},
+		{[]string{"compose", "--timestamp", "1288834974656"}, "sfgen compose: timestamp 1288834974656 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
+		{[]string{"compose", "--timestamp", "3487858230209"}, "sfgen compose: timestamp 3487858230209 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
+		{[]string{"compose", "--timestamp", "99999999999999999999"}, "sfgen compose: timestamp 99999999999999999999 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
+		{[]string{"compose", "--bogus"}, "sfgen compose: unknown flag -bogus; see 'sfgen compose --help'"},
+		{[]string{"compose", "--timestamp"}, "sfgen compose: flag needs an argument: -timestamp; see 'sfgen compose --help'"},
+		{[]string{"compose", "extra"}, `sfgen compose: unexpected argument "extra"; compose takes only flags`},
+		{[]string{"decompose"}, "sfgen decompose: missing ID; want a decimal integer in [0, 9223372036854775807]"},
+		{[]string{"decompose", "-5"}, "sfgen decompose: id -5 out of range [0, 9223372036854775807]"},
+		{[]string{"decompose", "abc"}, `sfgen decompose: id "abc" is not a decimal integer`},
+		{[]string{"decompose", "9223372036854775808"}, `sfgen decompose: id "9223372036854775808" is larger than 9223372036854775807`},
+		{[]string{"decompose", "1", "2"}, `sfgen decompose: unexpected argument "2"; decompose takes one ID`},
+		{[]string{"sql", "--schema", `x"; DROP TABLE t; --`}, `sfgen sql: schema "x\"; DROP TABLE t; --" has '"' at byte 1; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword`},
+		{[]string{"sql", "--datacenter", "40"}, "sfgen sql: datacenter 40 out of range [0, 31]"},
+		{[]string{"migration"}, "sfgen migration: missing --dir; name your goose migrations directory"},
+		{[]string{"install", "--schema", "user"}, `sfgen install: schema "user" is a reserved SQL keyword; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword`},
+		{[]string{"nosuch"}, `sfgen: unknown command "nosuch"; run 'sfgen --help' for the list`},
+	} {
+		code, out, errOut := sfgen(t, tc.args...)
+		if code != 2 || out != "" || errOut != tc.want+"\n" {
+			t.Errorf("sfgen %q = exit %d, stdout %q, stderr %q; want exit 2, no stdout, stderr %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
+
+func TestInstallNeedsDatabase(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	code, out, errOut := sfgen(t, "install")
+	if code != 2 || out != "" || errOut != "sfgen install: no database: give --dsn URL or set DATABASE_URL\n" {
+		t.Errorf("install without a database = %d, %q, %q", code, out, errOut)
+	}
+}
+
+func TestInstallConnectionFailureHidesPassword(t *testing.T) {
+	code, out, errOut := sfgen(t, "install", "--dsn", "postgres://app:hunter2@127.0.0.1:1/app?connect_timeout=5")
+	if code != 1 || out != "" || strings.Count(errOut, "\n") != 1 || !strings.HasPrefix(errOut, "sfgen install: connect: ") {
+		t.Errorf("install to a closed port = %d, %q, %q; want exit 1 and one line on stderr", code, out, errOut)
+	}
+	if strings.Contains(errOut, "hunter2") {
+		t.Errorf("stderr shows the password: %q", errOut)
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := sfgen(t, "--help")
+	if code != 0 || !strings.Contains(out, "Commands:") {
+		t.Fatalf("sfgen --help = %d, %q", code, out)
+	}
+	for _, c := range commands {
+		if !strings.Contains(out, "  "+c.name+" ") {
+			t.Errorf("sfgen --help does not list %s", c.name)
+		}
+		code, out, errOut := sfgen(t, c.name, "--help")
+		if code != 0 || errOut != "" || !strings.Contains(out, "Examples:") || !strings.Contains(out, "Flags:") {
+			t.Errorf("sfgen %s --help = %d, stderr %q; want usage with examples and flags on stdout", c.name, code, errOut)
+		}
+	}
+	if code, _, errOut := sfgen(t); code != 2 || !strings.Contains(errOut, "Commands:") {
+		t.Errorf("sfgen with no command = %d, %q; want usage on stderr and exit 2", code, errOut)
+	}
+}
+
+func TestSQLMatchesCommittedScript(t *testing.T) {
+	code, out, _ := sfgen(t, "sql")
+	want, err := os.ReadFile(filepath.Join("..", "..", "sql", "snowflake.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code != 0 || out != string(want) {
+		t.Errorf("sfgen sql differs from sql/snowflake.sql")
+	}
+	code, out, _ = sfgen(t, "sql", "--schema", "ids", "--datacenter", "3", "--machine", "7")
+	want, _ = sqlgen.Script(sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7})
+	if code != 0 || out != string(want) {
+		t.Errorf("sfgen sql --schema ids --datacenter 3 --machine 7 differs from sqlgen.Script")
+	}
+}
+
+func TestMigrationCommand(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "00003_users.sql"), []byte("-- +goose Up\n"), 0o644)
+	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential")
+	wantPath := filepath.Join(dir, "00004_sfgen_snowflake.sql")
+	if code != 0 || out != wantPath+"\n" || errOut != "" {
+		t.Fatalf("migration = %d, %q, %q; want %s", code, out, errOut, wantPath)
+	}
+	got, _ := os.ReadFile(wantPath)
+	want, _ := sqlgen.Migration(sqlgen.Options{})
+	if !bytes.Equal(got, want) {
+		t.Error("written migration differs from sqlgen.Migration")
+	}
+	code, out, errOut = sfgen(t, "migration", "--dir", dir)
+	if code != 2 || out != "" || !strings.Contains(errOut, "already holds sfgen's migration 00004_sfgen_snowflake.sql") {
+		t.Errorf("second migration = %d, %q, %q; want a refusal", code, out, errOut)
+	}
+	code, _, errOut = sfgen(t, "migration", "--dir", filepath.Join(dir, "missing"))
+	if code != 2 || !strings.Contains(errOut, "not a directory") {
+		t.Errorf("missing dir = %d, %q", code, errOut)
+	}
+}
