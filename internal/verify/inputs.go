@@ -47,8 +47,8 @@ func batchRand(seed uint64, b int) *rand.Rand {
 
 // generator draws inputs for one layout.
 type generator struct {
-	l        snowflake.Layout
-	lo, hi   [4]int64 // limits of timestamp, datacenter, machine, sequence
+	l      snowflake.Layout
+	lo, hi [4]int64 // limits of timestamp, datacenter, machine, sequence
 }
 
 var composeFields = [4]snowflake.Field{snowflake.FieldTimestamp, snowflake.FieldDatacenter, snowflake.FieldMachine, snowflake.FieldSequence}
