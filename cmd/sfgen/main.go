@@ -36,6 +36,7 @@ func init() {
 	commands = []command{
 		{"compose", "build one ID from a timestamp, datacenter, machine and sequence", runCompose},
 		{"decompose", "split an ID into its fields, its time and its bits", runDecompose},
+		{"next", "generate IDs for one node, one a line", runNext},
 		{"sql", "print the PL/pgSQL install script", runSQL},
 		{"migration", "write the functions as a goose migration into your migrations directory", runMigration},
 		{"install", "apply the migrations to a database with goose", runInstall},

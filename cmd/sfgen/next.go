@@ -1,0 +1,129 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+)
+
+// maxCount is the largest --count next accepts: about 2.5 seconds of IDs
+// at one node's limit of 4,096,000 a second.
+const maxCount = 10_000_000
+
+const nextHelp = `
+sfgen next [--datacenter N] [--machine N] [--count N] [--json]
+
+Generates --count Snowflake IDs (Twitter layout) for one node, one a line,
+each larger than the one before. Omitted --datacenter and --machine mean 0.
+
+A node issues at most 4096 IDs a millisecond (4,096,000 a second) and no
+ID is ahead of the clock, so --count 10000000 takes about 2.5 seconds.
+next exits only once the millisecond of its last ID has passed, so runs one
+after another for the same node do not repeat IDs; runs at the same time
+must use different nodes.
+
+Examples:
+  sfgen next
+  sfgen next --datacenter 1 --machine 7 --count 1000
+  sfgen next --count 3 --json
+`
+
+func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("next", nextHelp, stdout, stderr)
+	var dc, m intFlag
+	count := intFlag{text: "1"}
+	c.fs.Var(&dc, "datacenter", "datacenter `N`, 0 to 31")
+	c.fs.Var(&m, "machine", "machine (worker) `N`, 0 to 31")
+	c.fs.Var(&count, "count", "how many IDs, `N` from 1 to 10000000")
+	asJSON := c.fs.Bool("json", false, "print one JSON object a line instead of the bare ID")
+	pos, code, done := c.parse(args)
+	if done {
+		return code
+	}
+	if len(pos) > 0 {
+		return c.usageError("unexpected argument %q; next takes only flags", pos[0])
+	}
+
+	l := snowflake.Twitter
+	var node [2]int64
+	for i, f := range []struct {
+		flag  *intFlag
+		field snowflake.Field
+	}{{&dc, snowflake.FieldDatacenter}, {&m, snowflake.FieldMachine}} {
+		if !f.flag.set {
+			continue
+		}
+		v, err := f.flag.field(l, f.field)
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		node[i] = v
+	}
+	n, err := strconv.ParseInt(count.text, 10, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		return c.usageError("count %q is not a whole number; want an integer in [1, %d]", count.text, maxCount)
+	case err != nil || n < 1 || n > maxCount:
+		return c.usageError("count %s out of range [1, %d]", count.text, maxCount)
+	}
+	g, err := l.NewGenerator(node[0], node[1])
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+
+	w := bufio.NewWriterSize(stdout, 64<<10)
+	enc := json.NewEncoder(w)
+	var buf []byte
+	var last snowflake.ID
+	issued := int64(0)
+	for ; issued < n; issued++ {
+		if issued%4096 == 0 && (ctx.Err() != nil || w.Flush() != nil) {
+			break
+		}
+		id, err := g.Next()
+		if err != nil {
+			w.Flush()
+			return c.fail("%v", err)
+		}
+		last = id
+		if *asJSON {
+			p, _ := l.Decompose(id) // a generated ID is never negative
+			enc.Encode(idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence})
+			continue
+		}
+		buf = strconv.AppendInt(buf[:0], int64(id), 10)
+		buf = append(buf, '\n')
+		w.Write(buf)
+	}
+	if err := w.Flush(); err != nil {
+		return c.fail("write: %v", err)
+	}
+	if issued > 0 {
+		waitPast(last)
+	}
+	if issued < n {
+		return c.fail("interrupted after %d of %d IDs", issued, n)
+	}
+	return exitOK
+}
+
+// waitPast returns once the wall clock has passed the millisecond of id,
+// so that the next process to generate IDs for the same node cannot start
+// in that millisecond and issue id again. It waits for at most 10 ms, in
+// case the wall clock was set back while IDs were generated.
+func waitPast(id snowflake.ID) {
+	p, err := snowflake.Decompose(id)
+	if err != nil {
+		return
+	}
+	deadline := time.Now().Add(10 * time.Millisecond)
+	for now := time.Now(); now.UnixMilli() <= p.Timestamp && now.Before(deadline); now = time.Now() {
+		time.Sleep(min(time.UnixMilli(p.Timestamp+1).Sub(now), deadline.Sub(now)))
+	}
+}
