@@ -1,0 +1,122 @@
+package pgcluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ErrNoServer is wrapped by the error [Start] returns when it finds no
+// directory holding the PostgreSQL server binaries (initdb and postgres).
+var ErrNoServer = errors.New("no PostgreSQL server binaries found")
+
+// BinEnv names the environment variable that, when set, is the only
+// directory Start looks in for initdb and postgres.
+const BinEnv = "SFGEN_PG_BIN"
+
+// debianRoot is where Debian installs each major version's binaries, as
+// debianRoot/<major>/bin.
+var debianRoot = "/usr/lib/postgresql"
+
+// FindBinDir returns the directory holding initdb and postgres, searched
+// for as described in the package documentation; override, if not empty,
+// is the only place looked in. Its error wraps [ErrNoServer].
+func FindBinDir(override string) (string, error) {
+	if override != "" {
+		if hasServer(override) {
+			return override, nil
+		}
+		return "", noServer([]string{override})
+	}
+	if dir := os.Getenv(BinEnv); dir != "" {
+		if hasServer(dir) {
+			return dir, nil
+		}
+		return "", noServer([]string{"$" + BinEnv + "=" + dir})
+	}
+
+	var looked []string
+	if pgConfig, err := exec.LookPath("pg_config"); err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		out, err := exec.CommandContext(ctx, pgConfig, "--bindir").Output()
+		cancel()
+		if err == nil {
+			dir := strings.TrimSpace(string(out))
+			if hasServer(dir) {
+				return dir, nil
+			}
+			looked = append(looked, dir+" (from pg_config --bindir)")
+		}
+	}
+
+	if dir := highestDebianBin(); dir != "" {
+		return dir, nil
+	}
+	looked = append(looked, debianRoot+"/*/bin")
+
+	if initdb, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(initdb); err == nil {
+			initdb = real
+		}
+		dir := filepath.Dir(initdb)
+		if hasServer(dir) {
+			return dir, nil
+		}
+		looked = append(looked, dir+" (initdb on PATH)")
+	} else {
+		looked = append(looked, "PATH")
+	}
+	return "", noServer(looked)
+}
+
+func noServer(looked []string) error {
+	return fmt.Errorf("%w (looked in %s): install Debian's postgresql package, set %s to the directory holding initdb and postgres, or set DATABASE_URL",
+		ErrNoServer, strings.Join(looked, ", "), BinEnv)
+}
+
+// highestDebianBin returns the bin directory of the highest major version
+// under debianRoot that has the server binaries, or "".
+func highestDebianBin() string {
+	entries, err := os.ReadDir(debianRoot)
+	if err != nil {
+		return ""
+	}
+	type version struct {
+		major float64
+		dir   string
+	}
+	var versions []version
+	for _, e := range entries {
+		major, err := strconv.ParseFloat(e.Name(), 64) // "15", or "9.6" of old
+		if err != nil {
+			continue
+		}
+		dir := filepath.Join(debianRoot, e.Name(), "bin")
+		if hasServer(dir) {
+			versions = append(versions, version{major, dir})
+		}
+	}
+	if len(versions) == 0 {
+		return ""
+	}
+	sort.Slice(versions, func(i, j int) bool { return versions[i].major > versions[j].major })
+	return versions[0].dir
+}
+
+// hasServer reports whether dir holds executable initdb and postgres.
+func hasServer(dir string) bool {
+	for _, name := range []string{"initdb", "postgres"} {
+		fi, err := os.Stat(filepath.Join(dir, name))
+		if err != nil || fi.IsDir() || fi.Mode().Perm()&0o111 == 0 {
+			return false
+		}
+	}
+	return true
+}
