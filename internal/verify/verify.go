@@ -66,7 +66,11 @@ type Mismatch struct {
 }
 
 func (m Mismatch) String() string {
-	return fmt.Sprintf("%s\n    go: %s\n    db: %s\n    (seed %d, batch %d)", m.Check, m.Go, m.DB, m.Seed, m.Batch)
+	where := fmt.Sprintf("seed %d, batch %d", m.Seed, m.Batch)
+	if m.Batch < 0 {
+		where = "fixed vector"
+	}
+	return fmt.Sprintf("%s\n    go: %s\n    db: %s\n    (%s)", m.Check, m.Go, m.DB, where)
 }
 
 // Run checks the functions installed in o.Schema of the database behind

@@ -1,0 +1,217 @@
+package verify
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+var (
+	seedFlag  = flag.Uint64("seed", 0, "seed of the random inputs (default $SFGEN_SEED, else random)")
+	countFlag = flag.Int("count-inputs", 100_000, "random inputs the differential test checks")
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var schemaSeq atomic.Int64
+
+// database returns a pool on a test database and a schema of the test's
+// own, dropped at the end: with $DATABASE_URL several tests and packages
+// share one database.
+func database(t *testing.T) (*pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := fmt.Sprintf("sfgen_verify_%d_%d", os.Getpid(), schemaSeq.Add(1))
+	t.Cleanup(func() {
+		pool.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		pool.Close()
+	})
+	return pool, schema
+}
+
+// installInto installs sfgen with goose, as `sfgen install` does.
+func installInto(t *testing.T, pool *pgxpool.Pool, schema string) {
+	t.Helper()
+	db, err := sql.Open("pgx", pool.Config().ConnString())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := install.Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func seed(t *testing.T) uint64 {
+	s := *seedFlag
+	if s == 0 {
+		if env := os.Getenv("SFGEN_SEED"); env != "" {
+			var err error
+			if s, err = strconv.ParseUint(env, 10, 64); err != nil {
+				t.Fatalf("SFGEN_SEED=%q: %v", env, err)
+			}
+		} else {
+			s = rand.Uint64()
+		}
+	}
+	t.Logf("seed %d (reproduce with SFGEN_SEED=%d or -seed %d)", s, s, s)
+	return s
+}
+
+// TestDatabaseAgreesWithGo is the differential suite: seeded random inputs
+// (at least 100,000) and the fixed vectors, checked on both sides.
+func TestDatabaseAgreesWithGo(t *testing.T) {
+	pool, schema := database(t)
+	installInto(t, pool, schema)
+	rep, err := Run(context.Background(), pool, Options{Schema: schema, Count: *countFlag, Seed: seed(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d vectors, %d random inputs (%d valid, %d rejected) at %.0f inputs/s", rep.Vectors, rep.Checked, rep.Valid, rep.Rejected, rep.PerSecond)
+	if rep.Checked != *countFlag || rep.Valid == 0 || rep.Rejected == 0 || rep.Vectors == 0 {
+		t.Errorf("report %+v does not cover the inputs asked for", rep)
+	}
+	if !rep.OK() {
+		for _, m := range rep.Examples {
+			t.Errorf("mismatch: %s", m)
+		}
+		t.Fatalf("%d mismatches (seed %d)", rep.Mismatches, rep.Seed)
+	}
+}
+
+// TestVectorsInDatabase checks the database against testdata/vectors.json
+// directly, independently of Run.
+func TestVectorsInDatabase(t *testing.T) {
+	pool, schema := database(t)
+	installInto(t, pool, schema)
+	ctx := context.Background()
+	for _, v := range loadVectors(t) {
+		in := v.Input
+		var id int64
+		err := pool.QueryRow(ctx, "SELECT "+schema+".snowflake_compose($1, $2, $3, $4)", in.Timestamp, in.Datacenter, in.Machine, in.Sequence).Scan(&id)
+		if v.ID == nil {
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "22003" || pgErr.Message != v.Error {
+				t.Errorf("%s: database answered %d, %v; want SQLSTATE 22003 %q", v.Name, id, err, v.Error)
+			}
+			continue
+		}
+		if err != nil || id != int64(*v.ID) {
+			t.Errorf("%s: database answered %d, %v; want %d", v.Name, id, err, *v.ID)
+			continue
+		}
+		var ts, dc, m, seq int64
+		if err := pool.QueryRow(ctx, "SELECT timestamp_ms, datacenter_id, machine_id, sequence_id FROM "+schema+".snowflake_decompose($1)", id).Scan(&ts, &dc, &m, &seq); err != nil {
+			t.Fatal(err)
+		}
+		if (Input{ts, int32(dc), int32(m), int32(seq)}) != in {
+			t.Errorf("%s: snowflake_decompose(%d) = %d %d %d %d, want %+v", v.Name, id, ts, dc, m, seq, in)
+		}
+	}
+}
+
+// TestDetectsBrokenSQL installs deliberately broken functions and expects
+// Run to report each break with its input, both answers and the seed.
+func TestDetectsBrokenSQL(t *testing.T) {
+	for _, tc := range []struct {
+		name, from, to string
+		check          string // a word every reported mismatch has
+	}{
+		{"datacenter shifted one bit short", "datacenter_id::bigint << 17", "datacenter_id::bigint << 16", "snowflake_compose"},
+		{"machine limit one too high", "machine_id > 31", "machine_id > 32", "snowflake_compose"},
+		{"timestamp decoded from the wrong epoch", "(id >> 22) + 1288834974657;", "(id >> 22) + 1288834974658;", "snowflake_decompose"},
+		{"error names the wrong field", "'sequence %s out of range [0, 4095]'", "'seq %s out of range [0, 4095]'", "snowflake_compose"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, schema := database(t)
+			script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(script), tc.from) {
+				t.Fatalf("script has no %q to break", tc.from)
+			}
+			broken := strings.Replace(string(script), tc.from, tc.to, 1)
+			if _, err := pool.Exec(context.Background(), broken); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Run(context.Background(), pool, Options{Schema: schema, Count: 20_000, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.OK() || len(rep.Examples) == 0 {
+				t.Fatalf("Run found no mismatch in broken SQL: %+v", rep)
+			}
+			m := rep.Examples[0]
+			if !strings.Contains(m.Check, tc.check) || m.Go == m.DB || m.Go == "" || m.DB == "" || m.Seed != 1 {
+				t.Errorf("mismatch report %+v lacks the call, both answers or the seed", m)
+			}
+			t.Logf("%d mismatches; first: %s", rep.Mismatches, m)
+		})
+	}
+}
+
+func TestNotInstalledOrOtherLayout(t *testing.T) {
+	pool, schema := database(t)
+	ctx := context.Background()
+	if _, err := Run(ctx, pool, Options{Schema: schema, Count: 10}); !errors.Is(err, ErrNotInstalled) {
+		t.Errorf("Run on an empty schema: %v, want ErrNotInstalled", err)
+	}
+	installInto(t, pool, schema)
+	other, err := snowflake.NewLayout(0, 43, 4, 4, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(ctx, pool, Options{Schema: schema, Layout: other, Count: 10}); !errors.Is(err, ErrLayoutMismatch) {
+		t.Errorf("Run with another layout: %v, want ErrLayoutMismatch", err)
+	}
+	if _, err := Run(ctx, pool, Options{Schema: "x;y", Count: 10}); !errors.Is(err, sqlgen.ErrInvalidSchema) {
+		t.Errorf("Run with a bad schema: %v, want ErrInvalidSchema", err)
+	}
+}
+
+// BenchmarkRun measures the differential check's throughput.
+func BenchmarkRun(b *testing.B) {
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, pgtest.DSN(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	defer pool.Exec(ctx, "DROP SCHEMA IF EXISTS sfgen_verify_bench CASCADE")
+	db, _ := sql.Open("pgx", pool.Config().ConnString())
+	if _, err := install.Apply(ctx, db, sqlgen.Options{Schema: "sfgen_verify_bench"}); err != nil {
+		b.Fatal(err)
+	}
+	db.Close()
+	b.ResetTimer()
+	rep, err := Run(ctx, pool, Options{Schema: "sfgen_verify_bench", Count: b.N, Seed: 1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if !rep.OK() {
+		b.Fatalf("%d mismatches", rep.Mismatches)
+	}
+	b.ReportMetric(rep.PerSecond, "inputs/s")
+}
