@@ -87,7 +87,7 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema string) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	defer p.Close()
+	// No p.Close(): it would close db, which belongs to the caller.
 	results, err := p.Up(ctx)
 	res := &Result{Schema: schema}
 	for _, r := range results {
@@ -120,8 +120,7 @@ func Version(ctx context.Context, db *sql.DB, schema string) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	defer p.Close()
-	return p.GetDBVersion(ctx)
+	return p.GetDBVersion(ctx) // no p.Close(): db is the caller's
 }
 
 func newProvider(db *sql.DB, fsys fs.FS, schema string) (*goose.Provider, error) {

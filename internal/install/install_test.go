@@ -1,0 +1,270 @@
+package install
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/migrations"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+var schemaSeq atomic.Int64
+
+// database opens a test database and names a schema of the test's own,
+// dropped afterwards (with $DATABASE_URL, tests share one database).
+func database(t *testing.T) (*sql.DB, string) {
+	t.Helper()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := fmt.Sprintf("sfgen_install_%d_%d", os.Getpid(), schemaSeq.Add(1))
+	t.Cleanup(func() {
+		db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
+		db.Close()
+	})
+	return db, schema
+}
+
+func TestApplyTwice(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	res, err := Apply(ctx, db, sqlgen.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 1 || res.Applied[0] != migrations.Name || res.Version != 1 || res.Schema != schema {
+		t.Fatalf("first Apply = %+v; want %s applied, version 1", res, migrations.Name)
+	}
+	res, err = Apply(ctx, db, sqlgen.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Applied) != 0 || res.Version != 1 {
+		t.Fatalf("second Apply = %+v; want nothing applied", res)
+	}
+	var id int64
+	if err := db.QueryRow("SELECT " + schema + ".snowflake_compose(1288834975657, 1, 1, 0)").Scan(&id); err != nil || id != 4194439168 {
+		t.Fatalf("worked example in the database = %d, %v", id, err)
+	}
+	// The version table is sfgen's own, beside any goose_db_version.
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id = 1").Scan(&n); err != nil || n != 1 {
+		t.Errorf("%s.%s has %d rows for version 1, %v", schema, VersionTable, n, err)
+	}
+	if v, err := Version(ctx, db, schema); err != nil || v != 1 {
+		t.Errorf("Version = %d, %v; want 1", v, err)
+	}
+}
+
+func TestVersionOfEmptySchema(t *testing.T) {
+	db, schema := database(t)
+	if v, err := Version(context.Background(), db, schema); err != nil || v != 0 {
+		t.Errorf("Version of a schema without sfgen = %d, %v; want 0, nil", v, err)
+	}
+}
+
+// TestFailedInstallLeavesNothing makes the migration fail (a table in the
+// way of the state sequence) and checks that the database is as it was.
+func TestFailedInstallLeavesNothing(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	// A first install into a new schema whose migration fails midway.
+	// Creating a conflicting object needs the schema, so make the schema
+	// exist and hold only that object.
+	if _, err := db.Exec("CREATE SCHEMA " + schema + "; CREATE TABLE " + schema + ".snowflake_compose_blocker(x int); CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS integer LANGUAGE sql AS 'SELECT 1'"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Apply(ctx, db, sqlgen.Options{Schema: schema})
+	if err == nil {
+		t.Fatal("Apply succeeded over a conflicting function")
+	}
+	if !strings.Contains(err.Error(), migrations.Name) {
+		t.Errorf("error %q does not name the migration", err)
+	}
+	var objects []string
+	rows, err := db.Query(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1
+		UNION ALL SELECT p.proname || '()' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1`, schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var s string
+		rows.Scan(&s)
+		objects = append(objects, s)
+	}
+	want := []string{"snowflake_compose_blocker", "snowflake_layout()"}
+	if fmt.Sprint(objects) != fmt.Sprint(want) {
+		t.Errorf("after a failed install the schema holds %v; want only what was there: %v", objects, want)
+	}
+}
+
+func TestFailedFirstInstallDropsCreatedSchema(t *testing.T) {
+	db, schema := database(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // every statement fails
+	if _, err := Apply(ctx, db, sqlgen.Options{Schema: schema}); err == nil {
+		t.Fatal("Apply with a cancelled context succeeded")
+	}
+	var exists bool
+	db.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists)
+	if exists {
+		t.Errorf("schema %s left behind by a failed install", schema)
+	}
+}
+
+// TestGooseUpDownUp runs the committed migration's Up, Down and Up with
+// goose's provider in an application's own version table.
+func TestGooseUpDownUp(t *testing.T) {
+	db, _ := database(t)
+	ctx := context.Background()
+	fsys, err := FS(sqlgen.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fsys != migrations.FS {
+		t.Error("FS for the default options is not the committed migrations.FS")
+	}
+	table := fmt.Sprintf("app_goose_%d", os.Getpid())
+	t.Cleanup(func() { db.Exec("DROP TABLE IF EXISTS " + table) })
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	functions := func() int {
+		var n int
+		db.QueryRow(`SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname LIKE 'snowflake\_%'`).Scan(&n)
+		return n
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	up := functions()
+	if up < 6 {
+		t.Fatalf("after Up, public has %d snowflake_ functions", up)
+	}
+	if _, err := p.Down(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := functions(); n != 0 {
+		t.Errorf("after Down, public still has %d snowflake_ functions", n)
+	}
+	var seqs int
+	db.QueryRow(`SELECT count(*) FROM pg_class WHERE relname LIKE 'snowflake\_%' AND relnamespace = 'public'::regnamespace`).Scan(&seqs)
+	if seqs != 0 {
+		t.Errorf("after Down, public still has %d snowflake_ relations", seqs)
+	}
+	if _, err := p.Up(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := functions(); n != up {
+		t.Errorf("after Up again, %d functions; want %d", n, up)
+	}
+	if _, err := p.Down(ctx); err != nil { // leave public clean for other tests
+		t.Fatal(err)
+	}
+}
+
+// TestScriptRunsTwice runs the plain script twice, as psql -f would.
+func TestScriptRunsTwice(t *testing.T) {
+	db, schema := database(t)
+	script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2; i++ {
+		if _, err := db.Exec(string(script)); err != nil {
+			t.Fatalf("run %d: %v", i+1, err)
+		}
+	}
+}
+
+// TestSQLErrorsMatchGo checks that the database rejects out-of-range input
+// with SQLSTATE 22003 and the Go composer's message, word for word.
+func TestSQLErrorsMatchGo(t *testing.T) {
+	db, schema := database(t)
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][4]int64{
+		{1288834974656, 0, 0, 0},
+		{3487858230209, 0, 0, 0},
+		{1288834974657, 32, 0, 0},
+		{1288834974657, -1, 0, 0},
+		{1288834974657, 0, 32, 0},
+		{1288834974657, 0, 0, 4096},
+		{1288834974657, 0, 0, -2147483648},
+	} {
+		_, goErr := snowflake.Compose(in[0], in[1], in[2], in[3])
+		var re *snowflake.RangeError
+		if !errors.As(goErr, &re) {
+			t.Fatalf("Go accepted %v", in)
+		}
+		var id int64
+		err := db.QueryRow("SELECT "+schema+".snowflake_compose($1, $2, $3, $4)", in[0], in[1], in[2], in[3]).Scan(&id)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "22003" || pgErr.Message != goErr.Error() {
+			t.Errorf("snowflake_compose%v: %v; want SQLSTATE 22003 %q", in, err, goErr)
+			continue
+		}
+		if !strings.Contains(pgErr.Message, re.Field.String()) || !strings.Contains(pgErr.Message, fmt.Sprint(re.Value)) {
+			t.Errorf("message %q does not name field %s and value %d", pgErr.Message, re.Field, re.Value)
+		}
+	}
+	for _, f := range []string{"snowflake_decompose", "snowflake_timestamp"} {
+		_, err := db.Exec("SELECT " + schema + "." + f + "(-5)")
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "22003" || pgErr.Message != "id -5 out of range [0, 9223372036854775807]" {
+			t.Errorf("%s(-5): %v", f, err)
+		}
+	}
+}
+
+// TestHostileSearchPath checks that the functions still answer right when
+// a session's search_path puts look-alike functions ahead of pg_catalog.
+func TestHostileSearchPath(t *testing.T) {
+	db, schema := database(t)
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	evil := schema + "_evil"
+	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + evil + " CASCADE") })
+	if _, err := db.Exec(`CREATE SCHEMA ` + evil + `;
+CREATE FUNCTION ` + evil + `.format(text, bigint) RETURNS text LANGUAGE sql AS $$ SELECT 'hijacked' $$;
+CREATE FUNCTION ` + evil + `.clock_timestamp() RETURNS timestamptz LANGUAGE sql AS $$ SELECT timestamptz '2000-01-01' $$;`); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(context.Background(), "SET search_path = "+evil+", pg_catalog, public"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.ExecContext(context.Background(), "SELECT "+schema+".snowflake_compose(1, 0, 0, 0)")
+	if err == nil || strings.Contains(err.Error(), "hijacked") || !strings.Contains(err.Error(), "timestamp 1 out of range") {
+		t.Errorf("with a hostile search_path, the error is %v", err)
+	}
+	var ts int64
+	if err := conn.QueryRowContext(context.Background(), "SELECT "+schema+".snowflake_next_id() >> 22").Scan(&ts); err != nil {
+		t.Fatal(err)
+	}
+	if ts+snowflake.TwitterEpoch < 1700000000000 {
+		t.Errorf("snowflake_next_id() used the hijacked clock: timestamp %d", ts+snowflake.TwitterEpoch)
+	}
+}
