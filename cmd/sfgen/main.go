@@ -34,6 +34,7 @@ var commands []command
 
 func init() {
 	commands = []command{
+		{"verify", "check that PostgreSQL and Go agree on every input (start here)", runVerify},
 		{"compose", "build one ID from a timestamp, datacenter, machine and sequence", runCompose},
 		{"decompose", "split an ID into its fields, its time and its bits", runDecompose},
 		{"next", "generate IDs for one node, one a line", runNext},

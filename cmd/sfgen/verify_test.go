@@ -1,0 +1,119 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// TestVerifyThrowaway runs `sfgen verify` with no database: it starts its
+// own PostgreSQL, installs with goose, checks and tears down.
+func TestVerifyThrowaway(t *testing.T) {
+	t.Setenv("DATABASE_URL", "")
+	code, out, errOut := sfgen(t, "verify", "--count", "20000", "--seed", "42")
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{
+		"fixed vectors  22 checked",
+		"random inputs  20000 checked",
+		"(seed 42)",
+		"mismatches     0",
+		"ok: PostgreSQL and Go agree on every input",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if !strings.Contains(errOut, "starting a throwaway PostgreSQL") {
+		t.Errorf("stderr does not say it starts a throwaway PostgreSQL: %q", errOut)
+	}
+}
+
+// testSchema returns a schema name of the test's own on dsn's database,
+// dropped afterwards.
+func testSchema(t *testing.T, dsn string) (*pgx.Conn, string) {
+	t.Helper()
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := fmt.Sprintf("sfgen_cli_%d_%s", os.Getpid(), strings.ToLower(strings.ReplaceAll(t.Name(), "/", "_")))
+	t.Cleanup(func() {
+		conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+schema+" CASCADE")
+		conn.Close(context.Background())
+	})
+	return conn, schema
+}
+
+// TestVerifyCatchesBrokenFunctions installs functions with a wrong shift
+// and expects exit status 1 and a mismatch report with the seed.
+func TestVerifyCatchesBrokenFunctions(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, schema := testSchema(t, dsn)
+	script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := strings.Replace(string(script), "machine_id::bigint << 12", "machine_id::bigint << 11", 1)
+	if _, err := conn.Exec(context.Background(), broken); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "5000", "--seed", "9")
+	if code != 1 {
+		t.Fatalf("exit %d, want 1\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	for _, want := range []string{"FAIL: PostgreSQL and Go disagree", "snowflake_compose(1288834975657, 1, 1, 0)", "go: 4194439168", "db: 4194437120", "reproduce with: sfgen verify --seed 9"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+
+	code, out, _ = sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "5000", "--seed", "9", "--json")
+	var rep struct {
+		OK         bool   `json:"ok"`
+		Seed       uint64 `json:"seed"`
+		Mismatches int    `json:"mismatches"`
+		Examples   []struct{ Check, Go, DB string }
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("--json output %q: %v", out, err)
+	}
+	if code != 1 || rep.OK || rep.Seed != 9 || rep.Mismatches == 0 || len(rep.Examples) == 0 {
+		t.Errorf("--json = exit %d, %+v", code, rep)
+	}
+}
+
+func TestVerifyNotInstalled(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	_, schema := testSchema(t, dsn)
+	code, out, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", schema)
+	if code != 1 || out != "" || !strings.Contains(errOut, "sfgen functions are not installed in schema "+schema) || !strings.Contains(errOut, "sfgen install") {
+		t.Errorf("verify on an empty schema = %d, %q, %q", code, out, errOut)
+	}
+}
+
+func TestVerifyUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"verify", "--count", "-1"}, `sfgen verify: count "-1" is not a whole number in [0, 1000000000]`},
+		{[]string{"verify", "--count", "x"}, `sfgen verify: count "x" is not a whole number in [0, 1000000000]`},
+		{[]string{"verify", "--seed", "-3"}, `sfgen verify: seed "-3" is not a whole number in [0, 18446744073709551615]`},
+		{[]string{"verify", "--schema", "Bad"}, `sfgen verify: schema "Bad" has 'B' at byte 0; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword`},
+	} {
+		code, out, errOut := sfgen(t, tc.args...)
+		if code != 2 || out != "" || errOut != tc.want+"\n" {
+			t.Errorf("sfgen %q = %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+}
