@@ -127,11 +127,7 @@ func TestFailedFirstInstallDropsCreatedSchema(t *testing.T) {
 	}
 }
 
-// TestGooseUpDownUp runs the committed migration's Up, Down and Up with
-// goose's provider in an application's own version table.
-func TestGooseUpDownUp(t *testing.T) {
-	db, _ := database(t)
-	ctx := context.Background()
+func TestFSIsCommittedForDefaults(t *testing.T) {
 	fsys, err := FS(sqlgen.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -139,15 +135,36 @@ func TestGooseUpDownUp(t *testing.T) {
 	if fsys != migrations.FS {
 		t.Error("FS for the default options is not the committed migrations.FS")
 	}
-	table := fmt.Sprintf("app_goose_%d", os.Getpid())
-	t.Cleanup(func() { db.Exec("DROP TABLE IF EXISTS " + table) })
+	fsys, err = FS(sqlgen.Options{Schema: "ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fsys == migrations.FS {
+		t.Error("FS for schema ids is the committed migrations.FS")
+	}
+}
+
+// TestGooseUpDownUp runs the migration's Up, Down and Up with goose's
+// provider in an application's own version table. (cmd/sfgen tests do the
+// same with the goose command.)
+func TestGooseUpDownUp(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := FS(sqlgen.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	table := schema + ".app_goose_db_version"
 	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithTableName(table), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		t.Fatal(err)
 	}
 	functions := func() int {
 		var n int
-		db.QueryRow(`SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'public' AND p.proname LIKE 'snowflake\_%'`).Scan(&n)
+		db.QueryRow(`SELECT count(*) FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 AND p.proname LIKE 'snowflake\_%'`, schema).Scan(&n)
 		return n
 	}
 	if _, err := p.Up(ctx); err != nil {
@@ -155,27 +172,24 @@ func TestGooseUpDownUp(t *testing.T) {
 	}
 	up := functions()
 	if up < 6 {
-		t.Fatalf("after Up, public has %d snowflake_ functions", up)
+		t.Fatalf("after Up, the schema has %d snowflake_ functions", up)
 	}
 	if _, err := p.Down(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := functions(); n != 0 {
-		t.Errorf("after Down, public still has %d snowflake_ functions", n)
+		t.Errorf("after Down, the schema still has %d snowflake_ functions", n)
 	}
 	var seqs int
-	db.QueryRow(`SELECT count(*) FROM pg_class WHERE relname LIKE 'snowflake\_%' AND relnamespace = 'public'::regnamespace`).Scan(&seqs)
+	db.QueryRow(`SELECT count(*) FROM pg_class WHERE relname LIKE 'snowflake\_%' AND relnamespace = $1::regnamespace`, schema).Scan(&seqs)
 	if seqs != 0 {
-		t.Errorf("after Down, public still has %d snowflake_ relations", seqs)
+		t.Errorf("after Down, the schema still has %d snowflake_ relations", seqs)
 	}
 	if _, err := p.Up(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if n := functions(); n != up {
 		t.Errorf("after Up again, %d functions; want %d", n, up)
-	}
-	if _, err := p.Down(ctx); err != nil { // leave public clean for other tests
-		t.Fatal(err)
 	}
 }
 
