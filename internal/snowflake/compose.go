@@ -32,19 +32,21 @@ func Decompose(id ID) (Parts, error) {
 // l.Max(f)] for its field f, or Compose returns a *RangeError for the first
 // field, in that order, that does not.
 func (l Layout) Compose(timestamp, datacenter, machine, sequence int64) (ID, error) {
+	// One unsigned comparison checks both ends: a timestamp before the
+	// epoch gives a negative delta, which is a huge uint64. No timestamp
+	// wraps into range, since epoch+maxDelta fits in an int64.
 	delta := timestamp - l.epoch
 	switch {
-	case timestamp < l.epoch || delta > int64(1)<<l.timestampBits-1:
+	case uint64(delta) > uint64(l.maxDelta):
 		return 0, l.rangeError(FieldTimestamp, timestamp)
-	case uint64(datacenter) > uint64(1)<<l.datacenterBits-1:
+	case uint64(datacenter) > l.maxDatacenter:
 		return 0, l.rangeError(FieldDatacenter, datacenter)
-	case uint64(machine) > uint64(1)<<l.machineBits-1:
+	case uint64(machine) > l.maxMachine:
 		return 0, l.rangeError(FieldMachine, machine)
-	case uint64(sequence) > uint64(1)<<l.sequenceBits-1:
+	case uint64(sequence) > l.maxSequence:
 		return 0, l.rangeError(FieldSequence, sequence)
 	}
-	seqMachine := l.sequenceBits + l.machineBits
-	return ID(delta<<(seqMachine+l.datacenterBits) | datacenter<<seqMachine | machine<<l.sequenceBits | sequence), nil
+	return ID(delta<<l.tsShift | datacenter<<l.datacenterShift | machine<<l.sequenceBits | sequence), nil
 }
 
 // Decompose returns the fields of id. A negative id returns a *RangeError
@@ -53,12 +55,11 @@ func (l Layout) Decompose(id ID) (Parts, error) {
 	if id < 0 {
 		return Parts{}, l.rangeError(FieldID, int64(id))
 	}
-	seqMachine := l.sequenceBits + l.machineBits
 	return Parts{
-		Timestamp:  int64(id)>>(seqMachine+l.datacenterBits) + l.epoch,
-		Datacenter: int64(id) >> seqMachine & (1<<l.datacenterBits - 1),
-		Machine:    int64(id) >> l.sequenceBits & (1<<l.machineBits - 1),
-		Sequence:   int64(id) & (1<<l.sequenceBits - 1),
+		Timestamp:  int64(id)>>l.tsShift + l.epoch,
+		Datacenter: int64(uint64(id) >> l.datacenterShift & l.maxDatacenter),
+		Machine:    int64(uint64(id) >> l.sequenceBits & l.maxMachine),
+		Sequence:   int64(uint64(id) & l.maxSequence),
 	}, nil
 }
 

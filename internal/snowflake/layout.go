@@ -38,6 +38,13 @@ type Layout struct {
 	epoch                                      int64
 	timestampBits, datacenterBits, machineBits uint8
 	sequenceBits                               uint8
+
+	// Derived from the above by newLayout, so that Compose and Decompose
+	// do no arithmetic on the layout itself.
+	maxDelta                  int64  // largest timestamp offset from the epoch
+	maxDatacenter, maxMachine uint64 // largest datacenter and machine
+	maxSequence               uint64 // largest sequence
+	tsShift, datacenterShift  uint8  // shifts of the timestamp and datacenter
 }
 
 // TwitterEpoch is the Twitter epoch, 2010-11-04T01:42:54.657Z, in Unix
@@ -49,13 +56,28 @@ const TwitterEpoch int64 = 1288834974657
 // sequence.
 var Twitter = twitter
 
-var twitter = Layout{epoch: TwitterEpoch, timestampBits: 41, datacenterBits: 5, machineBits: 5, sequenceBits: 12}
+var twitter = newLayout(TwitterEpoch, 41, 5, 5, 12)
+
+// newLayout returns the layout with the given epoch and widths, with its
+// derived fields set. It does not check them; NewLayout does.
+func newLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) Layout {
+	return Layout{
+		epoch:         epoch,
+		timestampBits: timestampBits, datacenterBits: datacenterBits, machineBits: machineBits, sequenceBits: sequenceBits,
+		maxDelta:        1<<timestampBits - 1,
+		maxDatacenter:   1<<datacenterBits - 1,
+		maxMachine:      1<<machineBits - 1,
+		maxSequence:     1<<sequenceBits - 1,
+		tsShift:         sequenceBits + machineBits + datacenterBits,
+		datacenterShift: sequenceBits + machineBits,
+	}
+}
 
 // NewLayout returns the layout with the given epoch (Unix milliseconds) and
 // field widths. Every width must be at least 1 and the widths must add up
 // to 63, and the latest timestamp the layout can hold must fit in an int64.
 func NewLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) (Layout, error) {
-	l := Layout{epoch, timestampBits, datacenterBits, machineBits, sequenceBits}
+	l := newLayout(epoch, timestampBits, datacenterBits, machineBits, sequenceBits)
 	for _, f := range []Field{FieldTimestamp, FieldDatacenter, FieldMachine, FieldSequence} {
 		if l.Bits(f) == 0 {
 			return Layout{}, fmt.Errorf("%w: %s field has no bits", ErrInvalidLayout, f)
