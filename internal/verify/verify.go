@@ -30,7 +30,7 @@ type Options struct {
 	Count     int              // random inputs to check, besides the fixed vectors
 	Seed      uint64           // seeds the inputs; the same seed gives the same inputs
 	BatchSize int              // inputs per statement; 0 means 8192
-	Workers   int              // connections used at once; 0 means 2
+	Workers   int              // connections used at once; 0 means 3
 	Keep      int              // mismatches kept in full in the report; 0 means 10
 
 	// Progress, if set, is called after each batch with the number of
@@ -182,7 +182,7 @@ func (o Options) withDefaults() Options {
 		o.BatchSize = 8192
 	}
 	if o.Workers <= 0 {
-		o.Workers = 2
+		o.Workers = 3 // one more than the cores here, so the database never waits on Go
 	}
 	if o.Keep <= 0 {
 		o.Keep = 10
