@@ -215,3 +215,57 @@ func BenchmarkRun(b *testing.B) {
 	}
 	b.ReportMetric(rep.PerSecond, "inputs/s")
 }
+
+// TestGeneratorCheck runs the generator check on a healthy install, on
+// one whose snowflake_next_id() is replaced by a broken one, and on one
+// without it.
+func TestGeneratorCheck(t *testing.T) {
+	pool, schema := database(t)
+	installInto(t, pool, schema)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, "SELECT "+schema+".snowflake_set_node(3, 4)"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := CheckGenerator(ctx, pool, schema, snowflake.Twitter, 4, 2500, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.OK() || rep.IDs != 10000 || rep.Datacenter != 3 || rep.Machine != 4 || rep.Skipped != "" {
+		t.Fatalf("healthy generator: %+v", rep)
+	}
+
+	// A generator that ignores the node and stamps every ID of a
+	// millisecond alike.
+	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION `+schema+`.snowflake_next_id() RETURNS bigint LANGUAGE sql VOLATILE AS $$
+		SELECT `+schema+`.snowflake_compose(pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint, 0, 0, 0) $$`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 4, 2500, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || rep.Duplicates == 0 || rep.OutOfOrder == 0 || rep.WrongNode != rep.IDs || len(rep.Examples) == 0 {
+		t.Errorf("broken generator passed or was misreported: %+v", rep)
+	}
+
+	// A generator dated an hour ahead.
+	if _, err := pool.Exec(ctx, `CREATE OR REPLACE FUNCTION `+schema+`.snowflake_next_id() RETURNS bigint LANGUAGE sql VOLATILE AS $$
+		SELECT pg_catalog.nextval('`+schema+`.snowflake_state') + `+schema+`.snowflake_compose(pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 3600000, 3, 4, 0) $$`); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 2, 100, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OutsideRun == 0 {
+		t.Errorf("IDs dated an hour ahead passed: %+v", rep)
+	}
+
+	if _, err := pool.Exec(ctx, "DROP FUNCTION "+schema+".snowflake_next_id()"); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 4, 2500, 5)
+	if err != nil || rep.Skipped == "" || !rep.OK() {
+		t.Errorf("without snowflake_next_id(): %+v, %v; want skipped", rep, err)
+	}
+}

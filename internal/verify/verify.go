@@ -33,6 +33,11 @@ type Options struct {
 	Workers   int              // connections used at once; 0 means 3
 	Keep      int              // mismatches kept in full in the report; 0 means 10
 
+	// GeneratorIDs is how many IDs the generator check draws from
+	// snowflake_next_id() on each of GeneratorConnections connections at
+	// once; 0 means 5000 and 4. A negative GeneratorIDs skips the check.
+	GeneratorIDs, GeneratorConnections int
+
 	// Progress, if set, is called after each batch with the number of
 	// inputs checked so far. Calls do not overlap.
 	Progress func(done int)
@@ -51,10 +56,13 @@ type Report struct {
 	Examples   []Mismatch    `json:"examples"`   // the first mismatches, in full
 	Elapsed    time.Duration `json:"elapsed_ns"`
 	PerSecond  float64       `json:"inputs_per_second"` // random inputs checked per second
+
+	Generator *GeneratorReport `json:"generator,omitempty"` // the check of snowflake_next_id()
 }
 
-// OK reports whether the run found no mismatch.
-func (r *Report) OK() bool { return r.Mismatches == 0 }
+// OK reports whether the run found no mismatch and the generator check
+// found no problem.
+func (r *Report) OK() bool { return r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) }
 
 // A Mismatch is one input on which Go and the database differ.
 type Mismatch struct {
@@ -75,9 +83,11 @@ func (m Mismatch) String() string {
 
 // Run checks the functions installed in o.Schema of the database behind
 // pool against the Go composer: first the fixed vectors, then o.Count
-// random inputs. It installs nothing; it creates session-temporary helper
-// functions (in pg_temp) that catch each rejection. A non-nil error means
-// the check could not run; mismatches are in the report.
+// random inputs, then the generator (see CheckGenerator). It installs
+// nothing; it creates session-temporary helper functions (in pg_temp)
+// that catch each rejection, and it uses up the IDs the generator check
+// draws. A non-nil error means the check could not run; mismatches are in
+// the report.
 func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	o = o.withDefaults()
 	if err := sqlgen.ValidateSchema(o.Schema); err != nil {
@@ -168,6 +178,11 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if s := c.rep.Elapsed.Seconds(); s > 0 {
 		c.rep.PerSecond = float64(c.rep.Checked) / s
 	}
+	if o.GeneratorIDs >= 0 {
+		if c.rep.Generator, err = CheckGenerator(ctx, pool, c.schema, o.Layout, o.GeneratorConnections, o.GeneratorIDs, o.Keep); err != nil {
+			return nil, err
+		}
+	}
 	return c.rep, nil
 }
 
@@ -186,6 +201,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Keep <= 0 {
 		o.Keep = 10
+	}
+	if o.GeneratorIDs == 0 {
+		o.GeneratorIDs = 5000
+	}
+	if o.GeneratorConnections <= 0 {
+		o.GeneratorConnections = 4
 	}
 	return o
 }
