@@ -16,7 +16,7 @@ var ErrOutOfRange = errors.New("value out of range")
 var ErrSyntax = errors.New("invalid syntax")
 
 // ErrInvalidLayout is returned by NewLayout when the widths or epoch do not
-// describe a usable layout.
+// describe a usable layout, and by Layout.NewGenerator for the zero Layout.
 var ErrInvalidLayout = errors.New("invalid layout")
 
 // A RangeError reports a value outside the range its field accepts. It
