@@ -41,6 +41,8 @@ func init() {
 		{"sql", "print the PL/pgSQL install script", runSQL},
 		{"migration", "write the functions as a goose migration into your migrations directory", runMigration},
 		{"install", "apply the migrations to a database with goose", runInstall},
+		{"node", "show or set the node that snowflake_next_id() uses", runNode},
+		{"bench", "measure snowflake_next_id() against bigserial on a database", runBench},
 	}
 }
 

@@ -1,0 +1,346 @@
+// Package bench measures snowflake_next_id() against bigserial on a real
+// PostgreSQL: concurrent single-row INSERTs into two scratch tables of the
+// same shape, one with `id bigserial PRIMARY KEY` and one with
+// `id bigint PRIMARY KEY DEFAULT snowflake_next_id()`, in alternating
+// rounds (A B B A A B B A ...) so that drift in the machine's speed hits
+// both alike.
+//
+// Each client is one goroutine with its own connection, running one
+// prepared INSERT in a loop. Besides the rates, [Run] reports the WAL
+// written per row (pg_current_wal_lsn before and after each round), the
+// WAL of sequence records per ID when pg_walinspect is available (the
+// generator's own WAL, apart from the row's), and how far the time in each
+// ID lags the clock_timestamp() that the same row stored.
+//
+// The scratch tables get a unique name, live in the generator's schema and
+// are dropped when Run returns, however it returns.
+package bench
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// Config says what to measure.
+type Config struct {
+	DSN      string        // the database; snowflake_next_id() must be installed in Schema
+	Schema   string        // where snowflake_next_id() is, and where the scratch tables go; "" means public
+	Clients  int           // concurrent connections; 0 means 8
+	Duration time.Duration // measured time per variant, split over the rounds; 0 means 20s
+	Rounds   int           // rounds per variant; 0 means 4 (or fewer, so that each lasts at least 1s)
+	// SynchronousCommit is the synchronous_commit of the bench sessions;
+	// "" means off, so that the commit's fsync does not hide the cost of
+	// the ID.
+	SynchronousCommit string
+	Progress          io.Writer // progress lines; nil means none
+}
+
+// A Variant is one side of the comparison.
+type Variant struct {
+	Name      string    `json:"name"`      // bigserial or snowflake_next_id
+	Rows      int64     `json:"rows"`      // rows inserted in the measured rounds
+	Seconds   float64   `json:"seconds"`   // measured time
+	TPS       float64   `json:"tps"`       // Rows / Seconds
+	RoundTPS  []float64 `json:"round_tps"` // each round's rate
+	WALBytes  int64     `json:"wal_bytes"` // WAL written in its rounds, all of it
+	WALPerRow float64   `json:"wal_per_row"`
+	// SeqWALPerID is the WAL of sequence records (nextval, setval) per
+	// row: the ID generator's own share of WAL. -1 when pg_walinspect is
+	// not available.
+	SeqWALPerID float64 `json:"seq_wal_per_id"`
+}
+
+// Lag describes how far, in milliseconds, the time in each ID trails the
+// clock_timestamp() stored in the same row. The time in an ID is floored
+// to the millisecond, so even a perfect generator shows 0 to 1 ms.
+type Lag struct {
+	P50  float64 `json:"p50_ms"`
+	P99  float64 `json:"p99_ms"`
+	Max  float64 `json:"max_ms"`
+	Min  float64 `json:"min_ms"` // negative when an ID's time is ahead of its row's clock (borrowed milliseconds)
+	Rows int64   `json:"rows"`
+}
+
+// Result is what Run measured.
+type Result struct {
+	Clients           int     `json:"clients"`
+	Rounds            int     `json:"rounds"`
+	RoundSeconds      float64 `json:"round_seconds"`
+	SynchronousCommit string  `json:"synchronous_commit"`
+	ServerVersion     string  `json:"server_version"`
+	Node              [2]int  `json:"node"` // datacenter, machine of snowflake_next_id()
+	Bigserial         Variant `json:"bigserial"`
+	Snowflake         Variant `json:"snowflake_next_id"`
+	Ratio             float64 `json:"ratio"` // Snowflake.TPS / Bigserial.TPS
+	Lag               Lag     `json:"lag"`
+}
+
+// Run runs the benchmark described by cfg.
+func Run(ctx context.Context, cfg Config) (*Result, error) {
+	if cfg.Schema == "" {
+		cfg.Schema = sqlgen.DefaultSchema
+	}
+	if err := sqlgen.ValidateSchema(cfg.Schema); err != nil {
+		return nil, err
+	}
+	if cfg.Clients == 0 {
+		cfg.Clients = 8
+	}
+	if cfg.Clients < 1 || cfg.Clients > 1000 {
+		return nil, fmt.Errorf("clients %d out of range [1, 1000]", cfg.Clients)
+	}
+	if cfg.Duration == 0 {
+		cfg.Duration = 20 * time.Second
+	}
+	if cfg.Rounds == 0 {
+		cfg.Rounds = 4
+		for cfg.Rounds > 1 && cfg.Duration/time.Duration(cfg.Rounds) < time.Second {
+			cfg.Rounds--
+		}
+	}
+	if cfg.Duration < 100*time.Millisecond || cfg.Rounds < 1 {
+		return nil, fmt.Errorf("duration %v with %d rounds is too short to measure", cfg.Duration, cfg.Rounds)
+	}
+	if cfg.SynchronousCommit == "" {
+		cfg.SynchronousCommit = "off"
+	}
+	progress := cfg.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+
+	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.MaxConns = int32(cfg.Clients + 1)
+	pcfg.MinConns = 0
+	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = cfg.SynchronousCommit
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+
+	schema := sqlgen.QuoteIdentifier(cfg.Schema)
+	res := &Result{
+		Clients: cfg.Clients, Rounds: cfg.Rounds,
+		RoundSeconds:      (cfg.Duration / time.Duration(cfg.Rounds)).Seconds(),
+		SynchronousCommit: cfg.SynchronousCommit,
+		Bigserial:         Variant{Name: "bigserial", SeqWALPerID: -1},
+		Snowflake:         Variant{Name: "snowflake_next_id", SeqWALPerID: -1},
+	}
+	err = pool.QueryRow(ctx, `SELECT current_setting('server_version'), n.datacenter_id, n.machine_id
+		FROM `+schema+`.snowflake_node() n`).Scan(&res.ServerVersion, &res.Node[0], &res.Node[1])
+	if err != nil {
+		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first): %w", cfg.Schema, err)
+	}
+
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
+	tables := [2]string{schema + "." + sqlgen.QuoteIdentifier(base+"_bigserial"), schema + "." + sqlgen.QuoteIdentifier(base+"_snowflake")}
+	defer func() {
+		// The caller's context may be what ended the run.
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, t := range tables {
+			pool.Exec(cctx, "DROP TABLE IF EXISTS "+t)
+		}
+	}()
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[0]+` (
+			id bigserial PRIMARY KEY,
+			at timestamptz NOT NULL DEFAULT clock_timestamp(),
+			client integer NOT NULL)`); err != nil {
+		return nil, fmt.Errorf("create scratch table: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[1]+` (
+			id bigint PRIMARY KEY DEFAULT `+schema+`.snowflake_next_id(),
+			at timestamptz NOT NULL DEFAULT clock_timestamp(),
+			client integer NOT NULL)`); err != nil {
+		return nil, fmt.Errorf("create scratch table: %w", err)
+	}
+	walinspect := hasWalinspect(ctx, pool)
+
+	conns := make([]*pgxpool.Conn, cfg.Clients)
+	for i := range conns {
+		if conns[i], err = pool.Acquire(ctx); err != nil {
+			return nil, err
+		}
+		defer conns[i].Release()
+	}
+	variants := [2]*Variant{&res.Bigserial, &res.Snowflake}
+	inserts := [2]string{
+		"INSERT INTO " + tables[0] + " (client) VALUES ($1)",
+		"INSERT INTO " + tables[1] + " (client) VALUES ($1)",
+	}
+
+	// Warm up both: connections, prepared statements, caches.
+	warm := min(time.Second, cfg.Duration/time.Duration(4*cfg.Rounds))
+	fmt.Fprintf(progress, "warming up %v per variant\n", warm)
+	for v := range 2 {
+		if _, err := insertFor(ctx, conns, inserts[v], warm); err != nil {
+			return nil, err
+		}
+	}
+
+	round := cfg.Duration / time.Duration(cfg.Rounds)
+	var spans [2][][2]string // each variant's rounds, as WAL start and end
+	for r := range cfg.Rounds {
+		order := [2]int{0, 1}
+		if r%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		for _, v := range order {
+			start, err := walLSN(ctx, pool)
+			if err != nil {
+				return nil, err
+			}
+			t0 := time.Now()
+			n, err := insertFor(ctx, conns, inserts[v], round)
+			el := time.Since(t0).Seconds()
+			if err != nil {
+				return nil, err
+			}
+			end, err := walLSN(ctx, pool)
+			if err != nil {
+				return nil, err
+			}
+			var wal int64
+			if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint", start, end).Scan(&wal); err != nil {
+				return nil, err
+			}
+			vr := variants[v]
+			vr.Rows += n
+			vr.Seconds += el
+			vr.WALBytes += wal
+			vr.RoundTPS = append(vr.RoundTPS, float64(n)/el)
+			spans[v] = append(spans[v], [2]string{start, end})
+			fmt.Fprintf(progress, "round %d/%d %-17s %9.0f tps  %6.1f B WAL/row\n", r+1, cfg.Rounds, vr.Name, float64(n)/el, float64(wal)/float64(n))
+		}
+	}
+	if walinspect {
+		if err := sequenceWALs(ctx, pool, variants, spans); err != nil {
+			fmt.Fprintf(progress, "pg_walinspect failed, no sequence WAL figures: %v\n", err)
+		}
+	}
+	for _, vr := range variants {
+		vr.TPS = float64(vr.Rows) / vr.Seconds
+		vr.WALPerRow = float64(vr.WALBytes) / float64(vr.Rows)
+	}
+	res.Ratio = res.Snowflake.TPS / res.Bigserial.TPS
+
+	fmt.Fprintf(progress, "measuring the lag over %d rows\n", res.Snowflake.Rows)
+	err = pool.QueryRow(ctx, `
+		SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY lag),
+		       percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), max(lag), min(lag)
+		FROM (SELECT extract(epoch FROM at - `+schema+`.snowflake_timestamp(id))::float8 * 1000 AS lag
+		      FROM `+tables[1]+`) x`).Scan(&res.Lag.Rows, &res.Lag.P50, &res.Lag.P99, &res.Lag.Max, &res.Lag.Min)
+	if err != nil {
+		return nil, fmt.Errorf("measure lag: %w", err)
+	}
+	return res, nil
+}
+
+// insertFor runs one INSERT per iteration on every connection at once,
+// for d, and returns the number of rows inserted.
+func insertFor(ctx context.Context, conns []*pgxpool.Conn, insert string, d time.Duration) (int64, error) {
+	var (
+		total    atomic.Int64
+		wg       sync.WaitGroup
+		firstErr error
+		once     sync.Once
+	)
+	deadline := time.Now().Add(d)
+	for i, c := range conns {
+		wg.Add(1)
+		go func(client int, c *pgx.Conn) {
+			defer wg.Done()
+			var n int64
+			for time.Now().Before(deadline) {
+				if _, err := c.Exec(ctx, insert, client); err != nil {
+					once.Do(func() { firstErr = err })
+					break
+				}
+				n++
+			}
+			total.Add(n)
+		}(i, c.Conn())
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return 0, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	return total.Load(), nil
+}
+
+func walLSN(ctx context.Context, pool *pgxpool.Pool) (string, error) {
+	var lsn string
+	err := pool.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn)
+	return lsn, err
+}
+
+// hasWalinspect tells whether the pg_walinspect extension is installed in
+// the database (the bench never creates it: that needs rights it does not
+// otherwise use).
+func hasWalinspect(ctx context.Context, pool *pgxpool.Pool) bool {
+	var ok bool
+	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_walinspect')").Scan(&ok); err == nil && ok {
+		return true
+	}
+	return false
+}
+
+// sequenceWALs sets each variant's SeqWALPerID from the bytes of WAL
+// records of the Sequence resource manager (nextval, setval) in its rounds.
+func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, variants [2]*Variant, spans [2][][2]string) error {
+	// pg_walinspect reads only flushed WAL; with synchronous_commit=off the
+	// WAL writer flushes within wal_writer_delay. Wait for it.
+	last := spans[0][len(spans[0])-1][1]
+	if l := spans[1][len(spans[1])-1][1]; l > last {
+		last = l
+	}
+	for i := 0; ; i++ {
+		var flushed bool
+		if err := pool.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", last).Scan(&flushed); err != nil {
+			return err
+		}
+		if flushed {
+			break
+		}
+		if i == 100 {
+			return fmt.Errorf("WAL not flushed up to %s after 10s", last)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	for v, vr := range variants {
+		var total int64
+		for _, sp := range spans[v] {
+			var n *int64
+			err := pool.QueryRow(ctx, `SELECT sum(combined_size)::bigint FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, false)
+				WHERE "resource_manager/record_type" = 'Sequence'`, sp[0], sp[1]).Scan(&n)
+			if err != nil {
+				return err
+			}
+			if n != nil {
+				total += *n
+			}
+		}
+		vr.SeqWALPerID = float64(total) / float64(vr.Rows)
+	}
+	return nil
+}
