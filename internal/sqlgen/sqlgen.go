@@ -61,6 +61,12 @@ type templateData struct {
 	Datacenter, Machine                           int64
 	TimestampError, DatacenterError, MachineError string // format() strings for range errors
 	SequenceError, IDError                        string
+
+	// For snowflake_next_id(), whose state is (unix_ms << SequenceBits) | sequence.
+	NodeBits uint  // DatacenterBits + MachineBits
+	NodeFrom uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
+	MinState int64 // Epoch << SequenceBits: the state of the first ID
+	MaxState int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
 }
 
 func newTemplateData(o Options, goose bool) (*templateData, error) {
@@ -117,6 +123,11 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 		MachineError:    msg(snowflake.FieldMachine),
 		SequenceError:   msg(snowflake.FieldSequence),
 		IDError:         msg(snowflake.FieldID),
+
+		NodeBits: l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
+		NodeFrom: 65 - l.Bits(snowflake.FieldSequence),
+		MinState: l.Epoch() << l.Bits(snowflake.FieldSequence),
+		MaxState: l.Max(snowflake.FieldTimestamp)<<l.Bits(snowflake.FieldSequence) | l.Max(snowflake.FieldSequence),
 	}
 	if goose {
 		d.StatementBegin = "-- +goose StatementBegin\n"
