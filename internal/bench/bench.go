@@ -241,7 +241,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	res.Ratio = res.Snowflake.TPS / res.Bigserial.TPS
 
-	fmt.Fprintf(progress, "measuring the lag over %d rows\n", res.Snowflake.Rows)
+	fmt.Fprintf(progress, "measuring the lag\n")
 	err = pool.QueryRow(ctx, `
 		SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY lag),
 		       percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), max(lag), min(lag)
