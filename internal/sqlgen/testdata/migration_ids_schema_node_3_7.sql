@@ -180,8 +180,8 @@ COMMENT ON FUNCTION "ids".snowflake_last_id(timestamptz) IS
 -- most one value per backend can be taken by sessions that read the guard
 -- before a catch-up began; the catch-up moves the state only when the
 -- clock is more than that many values (max_connections and the other
--- backend slots) past the state as it reads it. So the state never moves back,
--- and no value handed out is handed out again.
+-- backend slots) past the state as it reads it. So the state never moves
+-- back, and no value handed out is handed out again.
 --
 -- The advisory lock is taken inside a subtransaction that is always
 -- rolled back: it is released when the catch-up ends, and also when a
@@ -334,9 +334,8 @@ RETURNS bigint
 LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 AS $fn$
 -- snowflake_next_id() when its fast path cannot serve: a catch-up is
--- running or is due. (The sequences come in
--- as arguments: a regclass constant in a PL/pgSQL expression has its plan
--- revalidated on every use.)
+-- running or is due. (The sequences come in as arguments: a regclass
+-- constant in a PL/pgSQL expression has its plan revalidated on every use.)
 DECLARE
     guard bigint;
     state bigint;
