@@ -26,6 +26,22 @@ func dsnOrEnv(flagValue string) string {
 	return os.Getenv("DATABASE_URL")
 }
 
+// requireDB opens the database named by --dsn or $DATABASE_URL for a
+// command that needs one. When it cannot, it has printed one line and
+// returns the exit status with ok false: 2 when no database is named, 1
+// when it cannot be reached.
+func (c *cli) requireDB(ctx context.Context, dsnFlag string) (db *sql.DB, dsn string, code int, ok bool) {
+	dsn = dsnOrEnv(dsnFlag)
+	if dsn == "" {
+		return nil, "", c.usageError("no database: give --dsn URL or set DATABASE_URL"), false
+	}
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		return nil, "", c.fail("connect: %s", err), false
+	}
+	return db, dsn, exitOK, true
+}
+
 // openDB opens and pings a database/sql handle over pgx. Its errors never
 // contain the password.
 func openDB(ctx context.Context, dsn string) (*sql.DB, error) {

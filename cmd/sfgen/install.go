@@ -38,13 +38,9 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	dsn := dsnOrEnv(*dsnFlag)
-	if dsn == "" {
-		return c.usageError("no database: give --dsn URL or set DATABASE_URL")
-	}
-	db, err := openDB(ctx, dsn)
-	if err != nil {
-		return c.fail("connect: %s", err)
+	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
+	if !ok {
+		return code
 	}
 	defer db.Close()
 	res, err := install.Apply(ctx, db, o)
