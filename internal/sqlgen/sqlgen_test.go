@@ -144,7 +144,8 @@ func FuzzValidateSchema(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		if ValidateSchema(name) != nil {
-			if _, err := Script(Options{Schema: name}); err == nil {
+			// "" is refused as a name but means DefaultSchema in Options.
+			if _, err := Script(Options{Schema: name}); err == nil && name != "" {
 				t.Fatalf("Script accepted schema %q that ValidateSchema refuses", name)
 			}
 			return
