@@ -48,12 +48,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	c.fs.Var(&clients, "clients", "concurrent clients `N`, 1 to 1000")
 	duration := c.fs.Duration("duration", 20*time.Second, "measured time `D` per variant, split into rounds (at least 100ms)")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; bench takes only flags", pos[0])
 	}
 	if err := sqlgen.ValidateSchema(*schema); err != nil {
 		return c.usageError("%v", err)

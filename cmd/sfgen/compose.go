@@ -29,12 +29,8 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	c.fs.Var(&m, "machine", "machine (worker) `N`, 0 to 31")
 	c.fs.Var(&seq, "sequence", "sequence `N`, 0 to 4095")
 	asJSON := c.fs.Bool("json", false, "print one JSON object instead of the breakdown")
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; compose takes only flags", pos[0])
 	}
 
 	l := snowflake.Twitter

@@ -116,21 +116,13 @@ func (f *sqlFlags) options() (sqlgen.Options, error) {
 	}
 	var err error
 	if f.dc.set {
-		if o.Datacenter, err = f.dc.field(o.Layout, snowflake.FieldDatacenter); err != nil {
+		if o.Datacenter, err = f.dc.node(o.Layout, snowflake.FieldDatacenter); err != nil {
 			return o, err
 		}
 	}
 	if f.machine.set {
-		if o.Machine, err = f.machine.field(o.Layout, snowflake.FieldMachine); err != nil {
+		if o.Machine, err = f.machine.node(o.Layout, snowflake.FieldMachine); err != nil {
 			return o, err
-		}
-	}
-	for _, n := range []struct {
-		fld snowflake.Field
-		v   int64
-	}{{snowflake.FieldDatacenter, o.Datacenter}, {snowflake.FieldMachine, o.Machine}} {
-		if n.v < 0 || n.v > o.Layout.Max(n.fld) {
-			return o, &snowflake.RangeError{Field: n.fld, Value: n.v, Min: 0, Max: o.Layout.Max(n.fld)}
 		}
 	}
 	return o, nil

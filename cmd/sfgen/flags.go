@@ -67,6 +67,16 @@ func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 	return pos, exitOK, false
 }
 
+// parseFlags is parse for a command that takes only flags: a positional
+// argument is a usage error.
+func (c *cli) parseFlags(args []string) (code int, done bool) {
+	pos, code, done := c.parse(args)
+	if !done && len(pos) > 0 {
+		return c.usageError("unexpected argument %q; %s takes only flags", pos[0], c.name), true
+	}
+	return code, done
+}
+
 // usageError prints one line on stderr and returns exitUsage.
 func (c *cli) usageError(format string, args ...any) int {
 	fmt.Fprintf(c.stderr, "sfgen %s: %s\n", c.name, fmt.Sprintf(format, args...))
@@ -105,6 +115,17 @@ func isBoolFlag(f *flag.Flag) bool {
 func isNumber(s string) bool {
 	_, err := strconv.ParseFloat(s, 64)
 	return err == nil
+}
+
+// node parses the flag's text as field f (FieldDatacenter or FieldMachine)
+// of layout l and checks it is in range: a node number has no composer to
+// check it later.
+func (f *intFlag) node(l snowflake.Layout, fld snowflake.Field) (int64, error) {
+	v, err := f.field(l, fld)
+	if err == nil && (v < l.Min(fld) || v > l.Max(fld)) {
+		err = &snowflake.RangeError{Field: fld, Value: v, Min: l.Min(fld), Max: l.Max(fld)}
+	}
+	return v, err
 }
 
 // intFlag is an integer flag whose text is kept, so that a bad value can be

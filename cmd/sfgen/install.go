@@ -27,12 +27,8 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	var sf sqlFlags
 	sf.register(c)
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; install takes only flags", pos[0])
 	}
 	o, err := sf.options()
 	if err != nil {

@@ -32,12 +32,8 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	sf.register(c)
 	dir := c.fs.String("dir", "", "goose migrations `DIR` to write into (required)")
 	sequential := c.fs.Bool("sequential", false, "number the migration after the highest version in DIR instead of by time")
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; migration takes only flags", pos[0])
 	}
 	if *dir == "" {
 		return c.usageError("missing --dir; name your goose migrations directory")

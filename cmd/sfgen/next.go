@@ -42,12 +42,8 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.fs.Var(&m, "machine", "machine (worker) `N`, 0 to 31")
 	c.fs.Var(&count, "count", "how many IDs, `N` from 1 to 10000000")
 	asJSON := c.fs.Bool("json", false, "print one JSON object a line instead of the bare ID")
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; next takes only flags", pos[0])
 	}
 
 	l := snowflake.Twitter
@@ -59,7 +55,7 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !f.flag.set {
 			continue
 		}
-		v, err := f.flag.field(l, f.field)
+		v, err := f.flag.node(l, f.field)
 		if err != nil {
 			return c.usageError("%v", err)
 		}

@@ -39,12 +39,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var dcFlag, mFlag intFlag
 	c.fs.Var(&dcFlag, "datacenter", "set the datacenter to `N` (0 to 31)")
 	c.fs.Var(&mFlag, "machine", "set the machine to `N` (0 to 31)")
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; node takes only flags", pos[0])
 	}
 	if err := sqlgen.ValidateSchema(*schema); err != nil {
 		return c.usageError("%v", err)
@@ -59,10 +55,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !f.flag.set {
 			continue
 		}
-		v, err := f.flag.field(l, f.fld)
-		if err == nil && (v < l.Min(f.fld) || v > l.Max(f.fld)) {
-			err = &snowflake.RangeError{Field: f.fld, Value: v, Min: l.Min(f.fld), Max: l.Max(f.fld)}
-		}
+		v, err := f.flag.node(l, f.fld)
 		if err != nil {
 			return c.usageError("%v", err)
 		}

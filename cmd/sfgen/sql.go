@@ -25,12 +25,8 @@ func runSQL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("sql", sqlHelp, stdout, stderr)
 	var sf sqlFlags
 	sf.register(c)
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; sql takes only flags", pos[0])
 	}
 	o, err := sf.options()
 	if err != nil {

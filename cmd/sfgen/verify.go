@@ -59,12 +59,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	c.fs.Var(&count, "count", "random inputs to check, `N` from 0 to 1000000000")
 	c.fs.Var(&seed, "seed", "seed `S` (0 to 18446744073709551615) of the random inputs; a report prints the seed that reproduces it (default random)")
 	asJSON := c.fs.Bool("json", false, "print the report as one JSON object")
-	pos, code, done := c.parse(args)
-	if done {
+	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if len(pos) > 0 {
-		return c.usageError("unexpected argument %q; verify takes only flags", pos[0])
 	}
 	if err := sqlgen.ValidateSchema(*schema); err != nil {
 		return c.usageError("%v", err)
