@@ -108,21 +108,6 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema string) (*Result, er
 	return res, nil
 }
 
-// Version returns the sfgen migration version recorded in schema, 0 when
-// sfgen has never been installed there.
-func Version(ctx context.Context, db *sql.DB, schema string) (int64, error) {
-	var exists bool
-	if err := db.QueryRowContext(ctx, `SELECT pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.' || $2) IS NOT NULL`,
-		schema, VersionTable).Scan(&exists); err != nil || !exists {
-		return 0, err
-	}
-	p, err := newProvider(db, migrations.FS, schema)
-	if err != nil {
-		return 0, err
-	}
-	return p.GetDBVersion(ctx) // no p.Close(): db is the caller's
-}
-
 func newProvider(db *sql.DB, fsys fs.FS, schema string) (*goose.Provider, error) {
 	if err := sqlgen.ValidateSchema(schema); err != nil {
 		return nil, err

@@ -66,16 +66,6 @@ func TestApplyTwice(t *testing.T) {
 	if err := db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id = 1").Scan(&n); err != nil || n != 1 {
 		t.Errorf("%s.%s has %d rows for version 1, %v", schema, VersionTable, n, err)
 	}
-	if v, err := Version(ctx, db, schema); err != nil || v != 1 {
-		t.Errorf("Version = %d, %v; want 1", v, err)
-	}
-}
-
-func TestVersionOfEmptySchema(t *testing.T) {
-	db, schema := database(t)
-	if v, err := Version(context.Background(), db, schema); err != nil || v != 0 {
-		t.Errorf("Version of a schema without sfgen = %d, %v; want 0, nil", v, err)
-	}
 }
 
 // TestFailedInstallLeavesNothing makes the migration fail (a table in the
