@@ -15,13 +15,14 @@ import (
 )
 
 const benchHelp = `
-sfgen bench [--dsn URL] [--schema NAME] [--clients N] [--duration D] [--json]
+sfgen bench [--dsn URL] [--schema NAME] [--clients N] [--duration D] [--rounds N] [--json]
 
 Measures INSERT throughput with DEFAULT snowflake_next_id() against
 bigserial: N clients, each on its own connection, run single-row prepared
 INSERTs into two scratch tables of the same shape, in alternating rounds
-(bigserial, snowflake, snowflake, bigserial, ...). It reports the rate of
-each, their ratio, the WAL written per row and, where pg_walinspect is
+(bigserial, snowflake, snowflake, bigserial, ...; one second each unless
+--rounds says otherwise). It reports the rate of each, their ratio and how
+much it varied from round to round, the WAL written per row and, where pg_walinspect is
 installed, the WAL of sequence records per ID (the generator's own), and how
 far the time in each ID trails the row's clock_timestamp(). The sessions
 run with synchronous_commit=off, so that the commit's flush does not hide
@@ -36,6 +37,7 @@ the end. Progress goes to stderr, the report to stdout.
 Examples:
   sfgen bench
   sfgen bench --clients 1 --duration 10s
+  sfgen bench --duration 60s --rounds 120
   sfgen bench --dsn postgres://app@localhost/app --schema ids --json
 `
 
@@ -47,6 +49,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	clients.text = "8"
 	c.fs.Var(&clients, "clients", "concurrent clients `N`, 1 to 1000")
 	duration := c.fs.Duration("duration", 20*time.Second, "measured time `D` per variant, split into rounds (at least 100ms)")
+	var rounds intFlag
+	rounds.text = "0"
+	c.fs.Var(&rounds, "rounds", fmt.Sprintf("rounds `N` per variant, 1 to %d; 0: one per second of --duration", bench.MaxRounds))
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	if code, done := c.parseFlags(args); done {
 		return code
@@ -60,6 +65,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	if *duration < 100*time.Millisecond || *duration > 24*time.Hour {
 		return c.usageError("duration %v out of range [100ms, 24h]", *duration)
+	}
+	r, err := parseRange("rounds", rounds.text, 0, bench.MaxRounds)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	if r > 0 && *duration/time.Duration(r) < bench.MinRound {
+		return c.usageError("duration %v in %d rounds is too short: want rounds of %v or more", *duration, r, bench.MinRound)
 	}
 
 	dsn := dsnOrEnv(*dsnFlag)
@@ -80,6 +92,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Schema:   *schema,
 		Clients:  n,
 		Duration: *duration,
+		Rounds:   r,
 		Progress: prefixWriter{stderr, "sfgen bench: "},
 	})
 	if err != nil {

@@ -68,6 +68,10 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"--duration", "1ms"}, []string{"duration", "1ms"}},
 		{[]string{"--duration", "soon"}, []string{"duration"}},
 		{[]string{"--schema", "a b"}, []string{"a b"}},
+		{[]string{"--rounds", "601"}, []string{"rounds", "601", "[0, 600]"}},
+		{[]string{"--rounds", "-1"}, []string{"rounds", "-1"}},
+		{[]string{"--rounds", "many"}, []string{"rounds", `"many"`}},
+		{[]string{"--duration", "1s", "--rounds", "20"}, []string{"1s", "20 rounds", "100ms"}},
 		{[]string{"now"}, []string{"now"}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"bench"}, tc.args...)...)

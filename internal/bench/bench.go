@@ -32,13 +32,23 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
+// Limits on Config.Rounds and on the length of one round.
+const (
+	MaxRounds = 600
+	MinRound  = 100 * time.Millisecond
+)
+
 // Config says what to measure.
 type Config struct {
 	DSN      string        // the database; snowflake_next_id() must be installed in Schema
 	Schema   string        // where snowflake_next_id() is, and where the scratch tables go; "" means public
 	Clients  int           // concurrent connections; 0 means 8
 	Duration time.Duration // measured time per variant, split over the rounds; 0 means 20s
-	Rounds   int           // rounds per variant; 0 means 4 (or fewer, so that each lasts at least 1s)
+	// Rounds is the number of rounds per variant; 0 means one per second
+	// of Duration (at least 1, at most 600). Short rounds alternate often,
+	// so that the machine's drift (other work, frequency) hits both
+	// variants alike.
+	Rounds int
 	// SynchronousCommit is the synchronous_commit of the bench sessions;
 	// "" means off, so that the commit's fsync does not hide the cost of
 	// the ID.
@@ -83,6 +93,9 @@ type Result struct {
 	Bigserial         Variant `json:"bigserial"`
 	Snowflake         Variant `json:"snowflake_next_id"`
 	Ratio             float64 `json:"ratio"` // Snowflake.TPS / Bigserial.TPS
+	// RoundRatios are the ratios of the two variants' rates in each round,
+	// which ran back to back: their spread shows how noisy the machine was.
+	RoundRatios []float64 `json:"round_ratios"`
 	Lag               Lag     `json:"lag"`
 }
 
@@ -104,13 +117,13 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		cfg.Duration = 20 * time.Second
 	}
 	if cfg.Rounds == 0 {
-		cfg.Rounds = 4
-		for cfg.Rounds > 1 && cfg.Duration/time.Duration(cfg.Rounds) < time.Second {
-			cfg.Rounds--
-		}
+		cfg.Rounds = min(max(int(cfg.Duration/time.Second), 1), MaxRounds)
 	}
-	if cfg.Duration < 100*time.Millisecond || cfg.Rounds < 1 {
-		return nil, fmt.Errorf("duration %v with %d rounds is too short to measure", cfg.Duration, cfg.Rounds)
+	if cfg.Rounds < 1 || cfg.Rounds > MaxRounds {
+		return nil, fmt.Errorf("rounds %d out of range [1, %d]", cfg.Rounds, MaxRounds)
+	}
+	if cfg.Duration/time.Duration(cfg.Rounds) < MinRound {
+		return nil, fmt.Errorf("duration %v in %d rounds is too short to measure: want rounds of %v or more", cfg.Duration, cfg.Rounds, MinRound)
 	}
 	if cfg.SynchronousCommit == "" {
 		cfg.SynchronousCommit = "off"
@@ -240,6 +253,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		vr.WALPerRow = float64(vr.WALBytes) / float64(vr.Rows)
 	}
 	res.Ratio = res.Snowflake.TPS / res.Bigserial.TPS
+	for i := range res.Bigserial.RoundTPS {
+		res.RoundRatios = append(res.RoundRatios, res.Snowflake.RoundTPS[i]/res.Bigserial.RoundTPS[i])
+	}
 
 	fmt.Fprintf(progress, "measuring the lag\n")
 	err = pool.QueryRow(ctx, `

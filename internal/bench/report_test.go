@@ -1,0 +1,81 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestQuantile(t *testing.T) {
+	for _, tc := range []struct {
+		xs   []float64
+		q    float64
+		want float64
+	}{
+		{nil, 0.5, 0},
+		{[]float64{3}, 0.9, 3},
+		{[]float64{4, 1, 3, 2}, 0, 1},
+		{[]float64{4, 1, 3, 2}, 1, 4},
+		{[]float64{4, 1, 3, 2}, 0.5, 2.5},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.1, 2},
+		{[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 0.9, 10},
+	} {
+		if got := quantile(tc.xs, tc.q); got != tc.want {
+			t.Errorf("quantile(%v, %v) = %v, want %v", tc.xs, tc.q, got, tc.want)
+		}
+	}
+	xs := []float64{2, 1}
+	quantile(xs, 0.5)
+	if xs[0] != 2 {
+		t.Errorf("quantile sorted its argument: %v", xs)
+	}
+}
+
+func TestWriteText(t *testing.T) {
+	r := &Result{
+		Clients: 8, Rounds: 3, RoundSeconds: 1, SynchronousCommit: "off", ServerVersion: "15.18",
+		Bigserial:   Variant{Name: "bigserial", Rows: 300, TPS: 100, RoundTPS: []float64{90, 100, 110}, WALPerRow: 190, SeqWALPerID: 3},
+		Snowflake:   Variant{Name: "snowflake_next_id", Rows: 285, TPS: 95, RoundTPS: []float64{99, 95, 91}, WALPerRow: 192, SeqWALPerID: -1},
+		Ratio:       0.95,
+		RoundRatios: []float64{1.1, 0.95, 0.827},
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"8 clients, 3 rounds of 1.0s per variant",
+		"90/100/110",
+		"91/95/99",
+		"3.0 B", "n/a",
+		"ratio snowflake_next_id/bigserial: 0.950 (round by round: median 0.950, 10th-90th percentile 0.852-1.070)",
+		"+2.0 B/row",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+// TestRunConfig checks the limits that Run refuses before it connects.
+func TestRunConfig(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Clients: 1001}, "clients 1001 out of range [1, 1000]"},
+		{Config{Rounds: -1}, "rounds -1 out of range [1, 600]"},
+		{Config{Rounds: 601}, "rounds 601 out of range [1, 600]"},
+		{Config{Duration: time.Second, Rounds: 20}, "duration 1s in 20 rounds is too short to measure: want rounds of 100ms or more"},
+		{Config{Duration: 50 * time.Millisecond}, "duration 50ms in 1 rounds is too short"},
+		{Config{Schema: "A"}, "schema"},
+	} {
+		_, err := Run(t.Context(), tc.cfg)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Run(%+v) = %v, want an error with %q", tc.cfg, err, tc.want)
+		}
+	}
+	if _, err := Run(t.Context(), Config{DSN: "host=/nonexistent/sfgen-bench", Duration: 5 * time.Second}); err == nil {
+		t.Fatal("Run with no server succeeded")
+	}
+}
