@@ -96,7 +96,7 @@ type Result struct {
 	// RoundRatios are the ratios of the two variants' rates in each round,
 	// which ran back to back: their spread shows how noisy the machine was.
 	RoundRatios []float64 `json:"round_ratios"`
-	Lag               Lag     `json:"lag"`
+	Lag         Lag       `json:"lag"`
 }
 
 // Run runs the benchmark described by cfg.
