@@ -696,3 +696,59 @@ func TestNextIDOtherLayout(t *testing.T) {
 		t.Fatalf("after sequence 1023, got %+v; want the next millisecond, sequence 0", d)
 	}
 }
+
+// TestNextIDCatchesUpOncePerPeriod: in one session inserting in a loop, the
+// fast path sends a call to the slow path only when a catch-up is due, and
+// that call does catch up; so there are about as many slow calls as
+// catch-ups, and no more catch-ups than periods of 4 ms. (When the fast
+// path and the catch-up disagreed on "due", one session made a dozen slow
+// calls per catch-up, each a PL/pgSQL call for nothing.)
+func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
+	conn := connect(t, newDB(t))
+	installScript(t, conn, sqlgen.Options{})
+	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
+	start := time.Now()
+	mustExec(t, conn, "DO $$ BEGIN FOR i IN 1..20000 LOOP INSERT INTO t DEFAULT VALUES; END LOOP; END $$")
+	elapsed := time.Since(start)
+	calls := func(fn string) int64 {
+		return queryInt(t, conn, "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_xact_user_functions WHERE funcname = $1", fn)
+	}
+	slow, catchUps := calls("snowflake_next_id_slow"), calls("snowflake_catch_up")
+	mustExec(t, conn, "COMMIT")
+	periods := elapsed.Milliseconds()/4 + 2
+	t.Logf("20,000 rows in %v: %d slow calls, %d catch-ups", elapsed, slow, catchUps)
+	if catchUps < 1 || catchUps > periods {
+		t.Errorf("%d catch-ups in %v; want 1 to %d (at most one per 4 ms)", catchUps, elapsed, periods)
+	}
+	if slow > catchUps+2 {
+		t.Errorf("%d slow calls for %d catch-ups: the fast path takes the slow path when no catch-up is due", slow, catchUps)
+	}
+}
+
+// TestNextIDFastPathWindow: the fast path serves while the last catch-up
+// is recent, and never once it is 6 ms old or more (the IDs' time would
+// fall behind the clock): then the call catches up.
+func TestNextIDFastPathWindow(t *testing.T) {
+	conn := connect(t, newDB(t))
+	installScript(t, conn, sqlgen.Options{})
+	guard := func() int64 { return queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_state_guard')") }
+	queryInt(t, conn, "SELECT snowflake_next_id()") // a first catch-up
+	for range 50 {
+		// A catch-up in the future: the fast path serves, the guard stays.
+		future := nowMs(t, conn) + 60_000
+		mustExec(t, conn, "SELECT setval('snowflake_state_guard', $1)", future)
+		queryInt(t, conn, "SELECT snowflake_next_id()")
+		if g := guard(); g != future {
+			t.Fatalf("the guard moved from %d to %d on the fast path", future, g)
+		}
+		// 6 ms old: every call catches up.
+		stale := nowMs(t, conn) - 6
+		mustExec(t, conn, "SELECT setval('snowflake_state_guard', $1)", stale)
+		queryInt(t, conn, "SELECT snowflake_next_id()")
+		if g := guard(); g <= stale {
+			t.Fatalf("a call with the last catch-up 6 ms old took the fast path (guard %d)", g)
+		}
+	}
+}
