@@ -56,9 +56,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	if err := sqlgen.ValidateSchema(*schema); err != nil {
-		return c.usageError("%v", err)
-	}
 	n, err := parseRange("clients", clients.text, 1, 1000)
 	if err != nil {
 		return c.usageError("%v", err)
@@ -70,8 +67,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	if r > 0 && *duration/time.Duration(r) < bench.MinRound {
-		return c.usageError("duration %v in %d rounds is too short: want rounds of %v or more", *duration, r, bench.MinRound)
+	cfg := bench.Config{
+		Schema:   *schema,
+		Clients:  n,
+		Duration: *duration,
+		Rounds:   r,
+		Progress: prefixWriter{stderr, "sfgen bench: "},
+	}
+	if err := cfg.Normalize(); err != nil {
+		return c.usageError("%v", err)
 	}
 
 	dsn := dsnOrEnv(*dsnFlag)
@@ -87,14 +91,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.fail("install into the throwaway PostgreSQL: %v", err)
 		}
 	}
-	res, err := bench.Run(ctx, bench.Config{
-		DSN:      dsn,
-		Schema:   *schema,
-		Clients:  n,
-		Duration: *duration,
-		Rounds:   r,
-		Progress: prefixWriter{stderr, "sfgen bench: "},
-	})
+	cfg.DSN = dsn
+	res, err := bench.Run(ctx, cfg)
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
 	}

@@ -99,34 +99,44 @@ type Result struct {
 	Lag         Lag       `json:"lag"`
 }
 
+// Normalize fills in the defaults of c's zero fields and checks the
+// result, with the error that Run would return. A command line calls it to
+// tell bad flags from a failed run.
+func (c *Config) Normalize() error {
+	if c.Schema == "" {
+		c.Schema = sqlgen.DefaultSchema
+	}
+	if err := sqlgen.ValidateSchema(c.Schema); err != nil {
+		return err
+	}
+	if c.Clients == 0 {
+		c.Clients = 8
+	}
+	if c.Clients < 1 || c.Clients > 1000 {
+		return fmt.Errorf("clients %d out of range [1, 1000]", c.Clients)
+	}
+	if c.Duration == 0 {
+		c.Duration = 20 * time.Second
+	}
+	if c.Rounds == 0 {
+		c.Rounds = min(max(int(c.Duration/time.Second), 1), MaxRounds)
+	}
+	if c.Rounds < 1 || c.Rounds > MaxRounds {
+		return fmt.Errorf("rounds %d out of range [1, %d]", c.Rounds, MaxRounds)
+	}
+	if c.Duration/time.Duration(c.Rounds) < MinRound {
+		return fmt.Errorf("duration %v in %d rounds is too short to measure: want rounds of %v or more", c.Duration, c.Rounds, MinRound)
+	}
+	if c.SynchronousCommit == "" {
+		c.SynchronousCommit = "off"
+	}
+	return nil
+}
+
 // Run runs the benchmark described by cfg.
 func Run(ctx context.Context, cfg Config) (*Result, error) {
-	if cfg.Schema == "" {
-		cfg.Schema = sqlgen.DefaultSchema
-	}
-	if err := sqlgen.ValidateSchema(cfg.Schema); err != nil {
+	if err := cfg.Normalize(); err != nil {
 		return nil, err
-	}
-	if cfg.Clients == 0 {
-		cfg.Clients = 8
-	}
-	if cfg.Clients < 1 || cfg.Clients > 1000 {
-		return nil, fmt.Errorf("clients %d out of range [1, 1000]", cfg.Clients)
-	}
-	if cfg.Duration == 0 {
-		cfg.Duration = 20 * time.Second
-	}
-	if cfg.Rounds == 0 {
-		cfg.Rounds = min(max(int(cfg.Duration/time.Second), 1), MaxRounds)
-	}
-	if cfg.Rounds < 1 || cfg.Rounds > MaxRounds {
-		return nil, fmt.Errorf("rounds %d out of range [1, %d]", cfg.Rounds, MaxRounds)
-	}
-	if cfg.Duration/time.Duration(cfg.Rounds) < MinRound {
-		return nil, fmt.Errorf("duration %v in %d rounds is too short to measure: want rounds of %v or more", cfg.Duration, cfg.Rounds, MinRound)
-	}
-	if cfg.SynchronousCommit == "" {
-		cfg.SynchronousCommit = "off"
 	}
 	progress := cfg.Progress
 	if progress == nil {

@@ -46,6 +46,9 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s: %+v", v.Name, v)
 		}
 	}
+	if len(res.RoundRatios) != 2 || res.RoundRatios[0] <= 0 {
+		t.Errorf("round ratios %v, want one per round", res.RoundRatios)
+	}
 	if res.Lag.Rows < res.Snowflake.Rows || res.Lag.P50 < 0 || res.Lag.P99 < res.Lag.P50 {
 		t.Errorf("lag %+v", res.Lag)
 	}

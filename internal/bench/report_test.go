@@ -79,3 +79,27 @@ func TestRunConfig(t *testing.T) {
 		t.Fatal("Run with no server succeeded")
 	}
 }
+
+// TestNormalizeRounds: by default a round lasts about a second, so that the
+// variants alternate often; never fewer than one round, nor more than
+// MaxRounds.
+func TestNormalizeRounds(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want int
+	}{
+		{0, 20}, // the default 20s
+		{20 * time.Second, 20},
+		{2500 * time.Millisecond, 2},
+		{500 * time.Millisecond, 1},
+		{time.Hour, MaxRounds},
+	} {
+		c := Config{Duration: tc.d}
+		if err := c.Normalize(); err != nil {
+			t.Fatalf("duration %v: %v", tc.d, err)
+		}
+		if c.Rounds != tc.want || c.Clients != 8 || c.SynchronousCommit != "off" {
+			t.Errorf("duration %v: %+v, want %d rounds", tc.d, c, tc.want)
+		}
+	}
+}
