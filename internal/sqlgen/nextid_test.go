@@ -699,7 +699,8 @@ func TestNextIDOtherLayout(t *testing.T) {
 
 // TestNextIDCatchesUpOncePerPeriod: in one session inserting in a loop, the
 // fast path sends a call to the slow path only when a catch-up is due, and
-// that call catches up; so there is about one slow call per period of 4 ms
+// that call catches up; so there is about one slow call per
+// sqlgen.CatchUpAfter
 // and the guard moves at each. (When the fast path and the catch-up
 // disagreed on "due", one session made a dozen slow calls per catch-up,
 // each a PL/pgSQL call for nothing.)
@@ -718,10 +719,10 @@ func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 	slow := queryInt(t, conn, "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_xact_user_functions WHERE funcname = 'snowflake_next_id_slow'")
 	catchUps := queryInt(t, conn, "SELECT count(DISTINCT guard) FROM t")
 	mustExec(t, conn, "COMMIT")
-	periods := elapsed.Milliseconds()/4 + 2
+	periods := int64(elapsed/sqlgen.CatchUpAfter) + 2
 	t.Logf("20,000 rows in %v: %d slow calls, %d catch-ups", elapsed, slow, catchUps)
 	if catchUps < 2 || catchUps > periods {
-		t.Errorf("%d catch-ups in %v; want 2 to %d (at most one per 4 ms)", catchUps, elapsed, periods)
+		t.Errorf("%d catch-ups in %v; want 2 to %d (at most one per %v)", catchUps, elapsed, periods, sqlgen.CatchUpAfter)
 	}
 	if slow > catchUps+2 {
 		t.Errorf("%d slow calls for %d catch-ups: the fast path takes the slow path when no catch-up is due", slow, catchUps)
@@ -729,7 +730,7 @@ func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 }
 
 // TestNextIDFastPathWindow: the fast path serves while the last catch-up
-// is recent, and never once it is 6 ms old or more (the IDs' time would
+// is recent, and never once it is sqlgen.StaleAfter old or more (the IDs' time would
 // fall behind the clock): then the call catches up.
 func TestNextIDFastPathWindow(t *testing.T) {
 	conn := connect(t, newDB(t))
@@ -744,12 +745,12 @@ func TestNextIDFastPathWindow(t *testing.T) {
 		if g := guard(); g != future {
 			t.Fatalf("the guard moved from %d to %d on the fast path", future, g)
 		}
-		// 6 ms old: every call catches up.
-		stale := nowMs(t, conn) - 6
+		// StaleAfter old: every call catches up.
+		stale := nowMs(t, conn) - sqlgen.StaleAfter.Milliseconds()
 		mustExec(t, conn, "SELECT setval('snowflake_state_guard', $1)", stale)
 		queryInt(t, conn, "SELECT snowflake_next_id()")
 		if g := guard(); g <= stale {
-			t.Fatalf("a call with the last catch-up 6 ms old took the fast path (guard %d)", g)
+			t.Fatalf("a call with the last catch-up %v old took the fast path (guard %d)", sqlgen.StaleAfter, g)
 		}
 	}
 }
