@@ -20,7 +20,7 @@ sfgen bench [--dsn URL] [--schema NAME] [--clients N] [--duration D] [--rounds N
 Measures INSERT throughput with DEFAULT snowflake_next_id() against
 bigserial: N clients, each on its own connection, run single-row prepared
 INSERTs into two scratch tables of the same shape, in alternating rounds
-(bigserial, snowflake, snowflake, bigserial, ...; one second each unless
+(bigserial, snowflake, snowflake, bigserial, ...; 200 ms each unless
 --rounds says otherwise). It reports the rate of each, their ratio and how
 much it varied from round to round, the WAL written per row and, where pg_walinspect is
 installed, the WAL of sequence records per ID (the generator's own), and how
@@ -51,7 +51,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	duration := c.fs.Duration("duration", 20*time.Second, "measured time `D` per variant, split into rounds (at least 100ms)")
 	var rounds intFlag
 	rounds.text = "0"
-	c.fs.Var(&rounds, "rounds", fmt.Sprintf("rounds `N` per variant, 1 to %d; 0: one per second of --duration", bench.MaxRounds))
+	c.fs.Var(&rounds, "rounds", fmt.Sprintf("rounds `N` per variant, 1 to %d; 0: one per %v of --duration", bench.MaxRounds, bench.DefaultRound))
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	if code, done := c.parseFlags(args); done {
 		return code

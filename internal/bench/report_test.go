@@ -80,7 +80,7 @@ func TestRunConfig(t *testing.T) {
 	}
 }
 
-// TestNormalizeRounds: by default a round lasts about a second, so that the
+// TestNormalizeRounds: by default a round lasts about DefaultRound, so that the
 // variants alternate often; never fewer than one round, nor more than
 // MaxRounds.
 func TestNormalizeRounds(t *testing.T) {
@@ -88,10 +88,11 @@ func TestNormalizeRounds(t *testing.T) {
 		d    time.Duration
 		want int
 	}{
-		{0, 20}, // the default 20s
-		{20 * time.Second, 20},
-		{2500 * time.Millisecond, 2},
-		{500 * time.Millisecond, 1},
+		{0, 100}, // the default 20s
+		{20 * time.Second, 100},
+		{2500 * time.Millisecond, 12},
+		{500 * time.Millisecond, 2},
+		{150 * time.Millisecond, 1},
 		{time.Hour, MaxRounds},
 	} {
 		c := Config{Duration: tc.d}
