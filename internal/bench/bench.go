@@ -49,9 +49,9 @@ type Config struct {
 	// Rounds is the number of rounds per variant; 0 means one per
 	// DefaultRound of Duration (at least 1, at most 600). Short rounds
 	// alternate often, so that the machine's drift (other work, frequency)
-	// hits both variants alike: on a 2-core VM, three 20 s runs of the same
-	// build read 0.914-0.967 in rounds of 1 s and 0.919-0.928 in rounds of
-	// 200 ms.
+	// hits both variants alike: on a 2-core VM, five 20 s runs of one
+	// build read 0.914-0.967 in rounds of 1 s, three read 0.919-0.928 in
+	// rounds of 200 ms.
 	Rounds int
 	// SynchronousCommit is the synchronous_commit of the bench sessions;
 	// "" means off, so that the commit's fsync does not hide the cost of

@@ -45,7 +45,7 @@ func Migration(o Options) ([]byte, error) { return render(o, true) }
 // A catch-up is a PL/pgSQL call under a lock; how often one is due sets
 // both its cost and how far the IDs' time trails the clock. Every 6 to
 // 8 ms keeps the lag's p99 near 6.5 ms, inside the 10 ms the generator
-// promises, for about half the catch-ups (and ~1.5% more INSERTs) of
+// promises, with two thirds of the catch-ups (and ~1.5% more INSERTs) of
 // every 4 to 6 ms; docs/generator.md has the measurements.
 const (
 	// CatchUpAfter is the age of the last catch-up from which a call may
