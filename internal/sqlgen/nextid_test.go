@@ -699,9 +699,8 @@ func TestNextIDOtherLayout(t *testing.T) {
 
 // TestNextIDCatchesUpOncePerPeriod: in one session inserting in a loop, the
 // fast path sends a call to the slow path only when a catch-up is due, and
-// that call catches up; so there is about one slow call per
-// sqlgen.CatchUpAfter
-// and the guard moves at each. (When the fast path and the catch-up
+// that call catches up; so there is about one slow call per period of
+// sqlgen.CatchUpAfter, and the guard moves at each. (When the fast path and the catch-up
 // disagreed on "due", one session made a dozen slow calls per catch-up,
 // each a PL/pgSQL call for nothing.)
 func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
@@ -730,8 +729,8 @@ func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 }
 
 // TestNextIDFastPathWindow: the fast path serves while the last catch-up
-// is recent, and never once it is sqlgen.StaleAfter old or more (the IDs' time would
-// fall behind the clock): then the call catches up.
+// is recent, and never once it is sqlgen.StaleAfter old or more (the IDs'
+// time would fall behind the clock): then the call catches up.
 func TestNextIDFastPathWindow(t *testing.T) {
 	conn := connect(t, newDB(t))
 	installScript(t, conn, sqlgen.Options{})
