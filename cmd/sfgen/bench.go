@@ -47,7 +47,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	schema := c.fs.String("schema", sqlgen.DefaultSchema, "schema `NAME` that holds snowflake_next_id()")
 	var clients intFlag
 	clients.text = "8"
-	c.fs.Var(&clients, "clients", "concurrent clients `N`, 1 to 1000")
+	c.fs.Var(&clients, "clients", fmt.Sprintf("concurrent clients `N`, 1 to %d", bench.MaxClients))
 	duration := c.fs.Duration("duration", 20*time.Second, "measured time `D` per variant, split into rounds (at least 100ms)")
 	var rounds intFlag
 	rounds.text = "0"
@@ -56,7 +56,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	n, err := parseRange("clients", clients.text, 1, 1000)
+	n, err := parseRange("clients", clients.text, 1, bench.MaxClients)
 	if err != nil {
 		return c.usageError("%v", err)
 	}

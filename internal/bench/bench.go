@@ -32,9 +32,10 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-// Limits on Config.Rounds and on the length of one round, and the length
-// of a round by default.
+// Limits on Config.Clients, Config.Rounds and the length of one round, and
+// the length of a round by default.
 const (
+	MaxClients   = 1000
 	MaxRounds    = 600
 	MinRound     = 100 * time.Millisecond
 	DefaultRound = 200 * time.Millisecond
@@ -116,8 +117,8 @@ func (c *Config) Normalize() error {
 	if c.Clients == 0 {
 		c.Clients = 8
 	}
-	if c.Clients < 1 || c.Clients > 1000 {
-		return fmt.Errorf("clients %d out of range [1, 1000]", c.Clients)
+	if c.Clients < 1 || c.Clients > MaxClients {
+		return fmt.Errorf("clients %d out of range [1, %d]", c.Clients, MaxClients)
 	}
 	if c.Duration == 0 {
 		c.Duration = 20 * time.Second

@@ -700,9 +700,9 @@ func TestNextIDOtherLayout(t *testing.T) {
 // TestNextIDCatchesUpOncePerPeriod: in one session inserting in a loop, the
 // fast path sends a call to the slow path only when a catch-up is due, and
 // that call catches up; so there is about one slow call per period of
-// sqlgen.CatchUpAfter, and the guard moves at each. (When the fast path and the catch-up
-// disagreed on "due", one session made a dozen slow calls per catch-up,
-// each a PL/pgSQL call for nothing.)
+// sqlgen.CatchUpAfter, and the guard moves at each. (When the fast path
+// and the catch-up disagreed on "due", one session made a dozen slow calls
+// per catch-up, each a PL/pgSQL call for nothing.)
 func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 	conn := connect(t, newDB(t))
 	installScript(t, conn, sqlgen.Options{})
