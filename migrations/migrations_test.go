@@ -2,7 +2,10 @@ package migrations_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,39 +14,84 @@ import (
 	"github.com/sfgen/sfgen/migrations"
 )
 
-var update = flag.Bool("update", false, "rewrite the committed migration and sql/snowflake.sql from the generator")
+var update = flag.Bool("update", false, "write the migrations and sql/snowflake.sql the generator renders now (never a released file)")
 
-// TestCommittedFilesAreCurrent fails when the committed migration or the
-// plain script differ from what the generator renders now.
+// released holds the SHA-256 of every released migration. A released file
+// never changes: databases have applied it, and goose never applies it
+// again. Add a release's file here when it ships.
+var released = map[string]string{
+	"00001_sfgen_snowflake.sql": "623f5d9e0036b15a8c3495864623aca7b1b3881e70b5f06538ab3713fe1088d8", // commit 76049d7
+}
+
+// TestReleasedFilesNeverChange fails when a released migration's bytes
+// differ from what was released, or a released file is missing.
+func TestReleasedFilesNeverChange(t *testing.T) {
+	for name, want := range released {
+		b, err := migrations.FS.ReadFile(name)
+		if err != nil {
+			t.Errorf("released migration %s is missing: %v", name, err)
+			continue
+		}
+		sum := sha256.Sum256(b)
+		if got := hex.EncodeToString(sum[:]); got != want {
+			t.Errorf("released migration %s changed (sha256 %s, released as %s): released files never change; put the change in a new release", name, got, want)
+		}
+	}
+}
+
+// TestCommittedFilesAreCurrent fails when the committed release line or
+// the plain script differ from what the generator renders now: a template
+// changed without a new release, or the files were not regenerated.
 func TestCommittedFilesAreCurrent(t *testing.T) {
-	migration, err := sqlgen.Migration(sqlgen.Options{})
+	files, err := sqlgen.Migrations(sqlgen.Options{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if n := len(files); n != sqlgen.Latest || files[n-1].Release != sqlgen.Latest {
+		t.Fatalf("sqlgen.Migrations renders %d files; want one per release, 1 to %d", n, sqlgen.Latest)
 	}
 	script, err := sqlgen.Script(sqlgen.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range []struct {
-		path string
-		read func() ([]byte, error)
-		want []byte
-	}{
-		{migrations.Name, func() ([]byte, error) { return migrations.FS.ReadFile(migrations.Name) }, migration},
-		{filepath.Join("..", "sql", "snowflake.sql"), func() ([]byte, error) { return os.ReadFile(filepath.Join("..", "sql", "snowflake.sql")) }, script},
-	} {
-		if *update {
-			if err := os.WriteFile(f.path, f.want, 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		got, err := f.read()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, f.want) {
-			t.Errorf("%s is not what the generator renders now; run: go test ./internal/sqlgen ./migrations -update", f.path)
+	want := map[string][]byte{}
+	for _, f := range files {
+		want[f.Name] = f.SQL
+	}
+	committed, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range committed {
+		if _, ok := want[name]; !ok {
+			t.Errorf("migrations/%s is not in sfgen's release line", name)
 		}
 	}
+	check := func(path string, got func() ([]byte, error), want []byte, frozen bool) {
+		t.Helper()
+		if *update && !frozen {
+			if err := os.WriteFile(path, want, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		b, err := got()
+		if err != nil {
+			t.Errorf("%s: %v", path, err)
+			return
+		}
+		if !bytes.Equal(b, want) {
+			if frozen {
+				t.Errorf("the templates render %s differently from its released bytes: a change to a released release's SQL; leave release %s as it shipped and put the change in release %d", path, path, sqlgen.Latest+1)
+				return
+			}
+			t.Errorf("%s is not what the generator renders now; run: go test ./migrations ./internal/sqlgen -update, and review the diff", path)
+		}
+	}
+	for _, f := range files {
+		_, frozen := released[f.Name]
+		check(f.Name, func() ([]byte, error) { return migrations.FS.ReadFile(f.Name) }, f.SQL, frozen)
+	}
+	path := filepath.Join("..", "sql", "snowflake.sql")
+	check(path, func() ([]byte, error) { return os.ReadFile(path) }, script, false)
 }

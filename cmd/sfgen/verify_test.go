@@ -63,7 +63,11 @@ func TestVerifyCatchesBrokenFunctions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	broken := strings.Replace(string(script), "machine_id::bigint << 12", "machine_id::bigint << 11", 1)
+	const from = "machine_id::bigint OPERATOR(pg_catalog.<<) 12"
+	if !strings.Contains(string(script), from) {
+		t.Fatalf("script has no %q to break", from)
+	}
+	broken := strings.Replace(string(script), from, "machine_id::bigint OPERATOR(pg_catalog.<<) 11", 1)
 	if _, err := conn.Exec(context.Background(), broken); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,13 @@
-// Package install applies sfgen's goose migrations to a PostgreSQL database
-// through goose's Provider over pgx, recording them in sfgen's own version
-// table so that they never mix with the application's goose_db_version.
+// Package install applies sfgen's release line of goose migrations to a
+// PostgreSQL schema through goose's Provider over pgx, recording them in
+// sfgen's own version table so that they never mix with the application's
+// goose_db_version.
+//
+// Apply refuses, before it changes anything, a schema where objects under
+// sfgen's names belong to another role or were not made by sfgen, a schema
+// another role owns, an install of another layout and one of a newer
+// release. Concurrent calls take turns; a failed first install leaves the
+// database as it was.
 package install
 
 import (
@@ -10,9 +17,10 @@ import (
 	"fmt"
 	"io/fs"
 	"testing/fstest"
+	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
 
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/migrations"
@@ -22,65 +30,174 @@ import (
 // migrations are recorded.
 const VersionTable = "sfgen_db_version"
 
-// lockID is the advisory lock that serialises concurrent installs: the
-// first 8 bytes of "sfgen\x00\x00\x01" read as a big-endian integer.
-const lockID int64 = 0x736667656e000001
+const (
+	// gooseLockID is the advisory lock goose holds while it migrates: the
+	// first 8 bytes of "sfgen\x00\x00\x01" read as a big-endian integer.
+	gooseLockID int64 = 0x736667656e000001
+	// applyLockID serialises whole Apply calls (checks, schema, goose and
+	// the undo of a failed first install); goose's lock, on another
+	// session, covers the migrations only.
+	applyLockID int64 = 0x736667656e000002
+)
+
+// LockWait is how long Apply waits for another install to finish before
+// it gives up with ErrLocked.
+var LockWait = 30 * time.Second
+
+// Errors Apply returns, wrapped with what it found.
+var (
+	// ErrForeignObject: the schema has objects under sfgen's names that
+	// another role owns or that sfgen did not create.
+	ErrForeignObject = errors.New("objects under sfgen's names that sfgen did not create")
+	// ErrLayoutMismatch: the schema holds sfgen's functions for another layout.
+	ErrLayoutMismatch = errors.New("sfgen installed for another layout")
+	// ErrNewerRelease: the schema is at a release newer than this sfgen's.
+	ErrNewerRelease = errors.New("sfgen release newer than this one")
+	// ErrUntrustedSchema: the schema belongs to a role that could drop or
+	// replace sfgen's objects.
+	ErrUntrustedSchema = errors.New("schema owned by another role")
+	// ErrLocked: another session held the install lock for LockWait.
+	ErrLocked = errors.New("another install is running")
+)
+
+// sentinels maps the SQLSTATEs the preflight raises to Apply's errors.
+var sentinels = map[string]error{
+	"SF101": ErrForeignObject,
+	"SF102": ErrLayoutMismatch,
+	"SF103": ErrNewerRelease,
+	"SF104": ErrUntrustedSchema,
+}
 
 // A Result tells what Apply did.
 type Result struct {
 	Schema  string   // the schema installed into
 	Applied []string // migration files applied by this call, in order
-	Version int64    // the schema's sfgen version after the call
+	Version int64    // the schema's sfgen version (= release) after the call
 }
 
-// FS returns the migration files for o: the committed migrations.FS when o
+// FS returns the release line for o: the committed migrations.FS when o
 // renders to the same bytes (the Twitter layout in public with node 0/0),
 // otherwise the same file names rendered for o.
 func FS(o sqlgen.Options) (fs.FS, error) {
-	rendered, err := sqlgen.Migration(o)
+	files, err := sqlgen.Migrations(o)
 	if err != nil {
 		return nil, err
 	}
-	committed, err := migrations.FS.ReadFile(migrations.Name)
-	if err == nil && string(committed) == string(rendered) {
+	same := true
+	m := fstest.MapFS{}
+	for _, f := range files {
+		m[f.Name] = &fstest.MapFile{Data: f.SQL, Mode: 0o444}
+		committed, err := migrations.FS.ReadFile(f.Name)
+		same = same && err == nil && string(committed) == string(f.SQL)
+	}
+	if same {
 		return migrations.FS, nil
 	}
-	return fstest.MapFS{migrations.Name: {Data: rendered, Mode: 0o444}}, nil
+	return m, nil
 }
 
-// Apply brings the schema in o up to sfgen's latest migration. Running it
+// Apply brings the schema in o up to sfgen's latest release. Running it
 // again applies nothing. Each migration runs in its own transaction, so a
 // failed migration leaves no part of itself behind; when the first install
 // into a database fails, Apply also removes the version table, and the
 // schema if it created it, so the database is as it was.
+//
+// Every session Apply and goose use resolves names in pg_catalog only
+// (search_path pg_catalog, pg_temp), whatever db's connections default to.
 func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 	schema := o.Schema
 	if schema == "" {
 		schema = sqlgen.DefaultSchema
 	}
+	o.Schema = schema
 	fsys, err := FS(o)
 	if err != nil {
 		return nil, err
 	}
+	preflight, err := sqlgen.Preflight(o)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	if err := pinSearchPath(ctx, conn); err != nil {
+		return nil, err
+	}
+	if err := advisoryLock(ctx, conn, applyLockID, LockWait); err != nil {
+		return nil, err
+	}
+	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.pg_advisory_unlock($1)", applyLockID)
+
+	if err := check(ctx, conn, schema, string(preflight)); err != nil {
+		return nil, err
+	}
 	var schemaExisted, tableExisted bool
-	err = db.QueryRowContext(ctx, `SELECT
-		EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = $1),
-		pg_catalog.to_regclass(pg_catalog.quote_ident($1) || '.' || $2) IS NOT NULL`,
+	err = conn.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname OPERATOR(pg_catalog.=) $1),
+		pg_catalog.to_regclass(pg_catalog.quote_ident($1) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) $2) IS NOT NULL`,
 		schema, VersionTable).Scan(&schemaExisted, &tableExisted)
 	if err != nil {
 		return nil, fmt.Errorf("inspect database: %w", err)
 	}
 	if !schemaExisted {
-		if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+sqlgen.QuoteIdentifier(schema)); err != nil {
+		if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+sqlgen.QuoteIdentifier(schema)); err != nil {
 			return nil, fmt.Errorf("create schema %s: %w", schema, err)
 		}
 	}
 	res, err := up(ctx, db, fsys, schema)
 	if err != nil && !tableExisted {
-		undo(db, schema, !schemaExisted)
+		undo(conn, schema, !schemaExisted)
 	}
 	return res, err
 }
+
+// check runs the preflight in a transaction it rolls back, and checks the
+// version table's owner, which goose would otherwise trust.
+func check(ctx context.Context, conn *sql.Conn, schema, preflight string) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("check schema %s: %w", schema, err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, preflight); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && sentinels[pe.Code] != nil {
+			return &CheckError{Schema: schema, Message: pe.Message, err: sentinels[pe.Code]}
+		}
+		return fmt.Errorf("check schema %s: %w", schema, err)
+	}
+	var owner sql.NullString
+	err = tx.QueryRowContext(ctx, `SELECT c.relowner::pg_catalog.regrole::pg_catalog.text
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2
+		AND c.relowner OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)`,
+		schema, VersionTable).Scan(&owner)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("check schema %s: %w", schema, err)
+	}
+	if owner.Valid {
+		return &CheckError{Schema: schema, err: ErrForeignObject,
+			Message: fmt.Sprintf("sfgen: schema %s already has table %s.%s owned by %s, which sfgen did not create as the installing role; sfgen will not trust another role's version table: drop or rename it, or install into another schema", schema, schema, VersionTable, owner.String)}
+	}
+	return nil
+}
+
+// A CheckError is a schema that Apply refuses to install into, with the
+// database's one-line reason. It wraps one of ErrForeignObject,
+// ErrLayoutMismatch, ErrNewerRelease and ErrUntrustedSchema.
+type CheckError struct {
+	Schema  string
+	Message string
+	err     error
+}
+
+func (e *CheckError) Error() string { return e.Message }
+
+// Unwrap returns the sentinel that says which check failed.
+func (e *CheckError) Unwrap() error { return e.err }
 
 func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema string) (*Result, error) {
 	p, err := newProvider(db, fsys, schema)
@@ -112,26 +229,80 @@ func newProvider(db *sql.DB, fsys fs.FS, schema string) (*goose.Provider, error)
 	if err := sqlgen.ValidateSchema(schema); err != nil {
 		return nil, err
 	}
-	locker, err := lock.NewPostgresSessionLocker(lock.WithLockID(lockID))
-	if err != nil {
-		return nil, err
-	}
 	// goose writes the table name into its SQL unquoted; ValidateSchema
 	// admits only names that need no quotes.
 	return goose.NewProvider(goose.DialectPostgres, db, fsys,
 		goose.WithTableName(schema+"."+VersionTable),
-		goose.WithSessionLocker(locker),
+		goose.WithSessionLocker(pinnedLocker{gooseLockID}),
 		goose.WithDisableGlobalRegistry(true),
 	)
 }
 
+// pinnedLocker is goose's session locker with every call bound to
+// pg_catalog. goose runs the migrations on the session it locks, so it
+// also pins that session's search_path: goose's own queries name
+// pg_tables, now() and its version table unqualified.
+type pinnedLocker struct{ id int64 }
+
+func (l pinnedLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
+	if err := pinSearchPath(ctx, conn); err != nil {
+		return err
+	}
+	return advisoryLock(ctx, conn, l.id, LockWait)
+}
+
+func (l pinnedLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
+	_, err := conn.ExecContext(ctx, "SELECT pg_catalog.pg_advisory_unlock($1)", l.id)
+	return err
+}
+
+func pinSearchPath(ctx context.Context, conn *sql.Conn) error {
+	if _, err := conn.ExecContext(ctx, "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)"); err != nil {
+		return fmt.Errorf("pin search_path: %w", err)
+	}
+	return nil
+}
+
+// advisoryLock takes a session-level advisory lock, trying every 50 ms
+// for at most wait, and names the sessions holding it when it gives up.
+func advisoryLock(ctx context.Context, conn *sql.Conn, id int64, wait time.Duration) error {
+	deadline := time.Now().Add(wait)
+	for {
+		var ok bool
+		if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.pg_try_advisory_lock($1::bigint)", id).Scan(&ok); err != nil {
+			return fmt.Errorf("take the install lock: %w", err)
+		}
+		if ok {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			var holders sql.NullString
+			conn.QueryRowContext(ctx, `SELECT pg_catalog.string_agg(pg_catalog.format('pid %s (role %s)', l.pid, a.usename), ', ')
+				FROM pg_catalog.pg_locks l LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) l.pid
+				WHERE l.locktype OPERATOR(pg_catalog.=) 'advisory' AND l.granted
+				AND l.classid OPERATOR(pg_catalog.=) (($1::bigint OPERATOR(pg_catalog.>>) 32)::pg_catalog.oid)
+				AND l.objid OPERATOR(pg_catalog.=) (($1::bigint OPERATOR(pg_catalog.&) 4294967295)::pg_catalog.oid)`, id).Scan(&holders)
+			if !holders.Valid {
+				holders.String = "another session"
+			}
+			return fmt.Errorf("sfgen's install lock is held by %s for more than %v: %w", holders.String, wait, ErrLocked)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
 // undo removes what a failed first install left: the version table, and
-// the schema when Apply created it and nothing else is in it.
-func undo(db *sql.DB, schema string, dropSchema bool) {
+// the schema when Apply created it and nothing else is in it. It runs
+// under Apply's lock, so it never removes what another install made.
+func undo(conn *sql.Conn, schema string, dropSchema bool) {
 	ctx := context.Background() // the caller's context may be what failed
 	q := sqlgen.QuoteIdentifier(schema)
-	db.ExecContext(ctx, "DROP TABLE IF EXISTS "+q+"."+VersionTable)
+	conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+q+"."+VersionTable)
 	if dropSchema {
-		db.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+q) // RESTRICT: only if empty
+		conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+q) // RESTRICT: only if empty
 	}
 }

@@ -47,14 +47,15 @@ func TestApplyTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Applied) != 1 || res.Applied[0] != migrations.Name || res.Version != 1 || res.Schema != schema {
-		t.Fatalf("first Apply = %+v; want %s applied, version 1", res, migrations.Name)
+	want := []string{sqlgen.MigrationName(1), sqlgen.MigrationName(2)}
+	if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest || res.Schema != schema {
+		t.Fatalf("first Apply = %+v; want %v applied, version %d", res, want, sqlgen.Latest)
 	}
 	res, err = Apply(ctx, db, sqlgen.Options{Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Applied) != 0 || res.Version != 1 {
+	if len(res.Applied) != 0 || res.Version != sqlgen.Latest {
 		t.Fatalf("second Apply = %+v; want nothing applied", res)
 	}
 	var id int64
@@ -63,57 +64,81 @@ func TestApplyTwice(t *testing.T) {
 	}
 	// The version table is sfgen's own, beside any goose_db_version.
 	var n int
-	if err := db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id = 1").Scan(&n); err != nil || n != 1 {
-		t.Errorf("%s.%s has %d rows for version 1, %v", schema, VersionTable, n, err)
+	if err := db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id IN (1, 2)").Scan(&n); err != nil || n != 2 {
+		t.Errorf("%s.%s has %d rows for versions 1 and 2, %v", schema, VersionTable, n, err)
 	}
 }
 
-// TestFailedInstallLeavesNothing makes the migration fail (a table in the
-// way of the state sequence) and checks that the database is as it was.
-func TestFailedInstallLeavesNothing(t *testing.T) {
-	db, schema := database(t)
-	ctx := context.Background()
-	// A first install into a new schema whose migration fails midway.
-	// Creating a conflicting object needs the schema, so make the schema
-	// exist and hold only that object.
-	if _, err := db.Exec("CREATE SCHEMA " + schema + "; CREATE TABLE " + schema + ".snowflake_compose_blocker(x int); CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS integer LANGUAGE sql AS 'SELECT 1'"); err != nil {
+// failDDLIn makes every CREATE in schema fail from now on, with an event
+// trigger (so only in this test's database, and only for that schema):
+// an install then fails midway through its migration, past the checks.
+func failDDLIn(t *testing.T, db *sql.DB, schema string) {
+	t.Helper()
+	name := "sfgen_test_fail_" + schema
+	if _, err := db.Exec(`CREATE FUNCTION public.` + name + `() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT 1 FROM pg_event_trigger_ddl_commands() c WHERE c.schema_name = '` + schema + `' AND c.object_identity LIKE '%.snowflake_state') THEN
+		RAISE EXCEPTION 'test: no sequences in ` + schema + `';
+	END IF;
+END $$;
+CREATE EVENT TRIGGER ` + name + ` ON ddl_command_end EXECUTE FUNCTION public.` + name + `()`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Apply(ctx, db, sqlgen.Options{Schema: schema})
-	if err == nil {
-		t.Fatal("Apply succeeded over a conflicting function")
-	}
-	if !strings.Contains(err.Error(), migrations.Name) {
-		t.Errorf("error %q does not name the migration", err)
-	}
-	var objects []string
+	t.Cleanup(func() {
+		db.Exec("DROP EVENT TRIGGER IF EXISTS " + name)
+		db.Exec("DROP FUNCTION IF EXISTS public." + name + "()")
+	})
+}
+
+// objects lists the relations and functions in schema.
+func objects(t *testing.T, db *sql.DB, schema string) []string {
+	t.Helper()
+	var out []string
 	rows, err := db.Query(`SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1
 		UNION ALL SELECT p.proname || '()' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1 ORDER BY 1`, schema)
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer rows.Close()
 	for rows.Next() {
 		var s string
 		rows.Scan(&s)
-		objects = append(objects, s)
+		out = append(out, s)
 	}
-	want := []string{"snowflake_compose_blocker", "snowflake_layout()"}
-	if fmt.Sprint(objects) != fmt.Sprint(want) {
-		t.Errorf("after a failed install the schema holds %v; want only what was there: %v", objects, want)
-	}
+	return out
 }
 
-func TestFailedFirstInstallDropsCreatedSchema(t *testing.T) {
-	db, schema := database(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel() // every statement fails
-	if _, err := Apply(ctx, db, sqlgen.Options{Schema: schema}); err == nil {
-		t.Fatal("Apply with a cancelled context succeeded")
-	}
-	var exists bool
-	db.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists)
-	if exists {
-		t.Errorf("schema %s left behind by a failed install", schema)
+// TestFailedFirstInstall makes the first migration fail midway, into a
+// schema that exists (holding something of the user's) and into one that
+// Apply creates, and checks that the database is as it was.
+func TestFailedFirstInstall(t *testing.T) {
+	for _, existing := range []bool{true, false} {
+		t.Run(fmt.Sprintf("schema_existed=%v", existing), func(t *testing.T) {
+			db, schema := database(t)
+			var before []string
+			if existing {
+				if _, err := db.Exec("CREATE SCHEMA " + schema + "; CREATE TABLE " + schema + ".users(id bigint)"); err != nil {
+					t.Fatal(err)
+				}
+				before = objects(t, db, schema)
+			}
+			failDDLIn(t, db, schema)
+			_, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema})
+			if err == nil || !strings.Contains(err.Error(), "test: no sequences") {
+				t.Fatalf("Apply = %v; want the migration's failure", err)
+			}
+			if !strings.Contains(err.Error(), sqlgen.MigrationName(1)) {
+				t.Errorf("error %q does not name the migration", err)
+			}
+			var exists bool
+			db.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists)
+			if exists != existing {
+				t.Errorf("after the failed install, schema exists = %v; want %v", exists, existing)
+			}
+			if got := objects(t, db, schema); fmt.Sprint(got) != fmt.Sprint(before) {
+				t.Errorf("after a failed install the schema holds %v; want only what was there: %v", got, before)
+			}
+		})
 	}
 }
 
@@ -164,7 +189,7 @@ func TestGooseUpDownUp(t *testing.T) {
 	if up < 6 {
 		t.Fatalf("after Up, the schema has %d snowflake_ functions", up)
 	}
-	if _, err := p.Down(ctx); err != nil {
+	if _, err := p.DownTo(ctx, 0); err != nil {
 		t.Fatal(err)
 	}
 	if n := functions(); n != 0 {

@@ -3,6 +3,7 @@ package sqlgen
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"strings"
 	"text/template"
@@ -20,33 +21,120 @@ type Options struct {
 	Schema string
 	// Datacenter and Machine are the node that snowflake_next_id() uses
 	// until `sfgen node` changes it; each from 0 to the layout's maximum.
+	// An install or upgrade keeps the node a schema already has.
 	Datacenter, Machine int64
 }
 
-//go:embed templates/*.sql.tmpl
+// Latest is the newest release of sfgen's SQL: what Script, Migration and
+// the last of Migrations install. Releases are numbered from 1; a
+// released file never changes, and every change to the SQL is a new
+// release with a migration from the one before.
+const Latest = 2
+
+// ErrUnknownRelease is returned for a release number that is not 1 to
+// Latest (or, for Upgrade, 2 to Latest).
+var ErrUnknownRelease = errors.New("unknown sfgen release")
+
+//go:embed templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl
 var templateFS embed.FS
 
-var templates = template.Must(template.New("").Funcs(template.FuncMap{
+var funcs = template.FuncMap{
 	"literal": QuoteLiteral,
 	"ident":   QuoteIdentifier,
-}).ParseFS(templateFS, "templates/*.sql.tmpl"))
+	// op writes an operator bound to pg_catalog's, whatever search_path.
+	"op": func(name string) string { return "OPERATOR(pg_catalog." + name + ")" },
+}
 
-// Script renders the plain install script: every statement can run again
-// on a database that already has them, so `psql -f` works on a fresh
-// database and on one sfgen has installed into before.
-func Script(o Options) ([]byte, error) { return render(o, false) }
+// releaseTemplates holds each release's templates, parsed apart: they
+// define the same names. Release 1's are frozen as they were released.
+var releaseTemplates = [Latest + 1]*template.Template{
+	1: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/release1/*.sql.tmpl")),
+	2: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/release2/*.sql.tmpl")),
+}
 
-// Migration renders the same statements as Script as one goose migration,
-// with a Down section that removes what the Up section creates (but not
-// the schema, which may hold other objects).
-func Migration(o Options) ([]byte, error) { return render(o, true) }
+// Script renders the plain install script of the latest release. It runs
+// as one transaction; on a database that sfgen installed into before, at
+// any release, it upgrades the install in place and keeps its node and
+// state, so `psql -f` works on a fresh database and on any earlier one.
+func Script(o Options) ([]byte, error) { return ScriptAt(o, Latest) }
+
+// ScriptAt renders the plain install script of the given release, 1 to
+// Latest, as that release shipped it.
+func ScriptAt(o Options, release int) ([]byte, error) {
+	switch release {
+	case 1:
+		return render(o, 1, "snowflake.sql.tmpl", false)
+	case 2:
+		return render(o, 2, "script.sql.tmpl", false)
+	}
+	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
+}
+
+// Migration renders one goose migration that installs the latest release,
+// for an application's migrations directory that has no sfgen migration
+// yet. Its Up section also upgrades an earlier install in place; its Down
+// section removes what it installs (but not the schema, which may hold
+// other objects).
+func Migration(o Options) ([]byte, error) { return render(o, Latest, "install.sql.tmpl", true) }
+
+// Upgrade renders the goose migration that takes a schema from release
+// to-1 to release to (2 to Latest). Its Down section puts the earlier
+// release back as its own migration made it, node and state kept.
+func Upgrade(o Options, to int) ([]byte, error) {
+	if to != 2 {
+		return nil, fmt.Errorf("upgrade to release %d: %w", to, ErrUnknownRelease)
+	}
+	prev, err := renderParts(o, 1, true, "compose_up", "range_up", "next_id_up")
+	if err != nil {
+		return nil, err
+	}
+	return renderWith(o, 2, "upgrade.sql.tmpl", true, func(d *templateData) { d.PreviousUp = prev })
+}
+
+// A File is one goose migration of sfgen's release line.
+type File struct {
+	Name    string // the file name goose reads the version from: 00002_sfgen_release_2.sql
+	Release int    // the release a schema is at once this file is applied
+	SQL     []byte
+}
+
+// Migrations renders sfgen's release line as goose migrations, one file a
+// release: 00001_sfgen_snowflake.sql installs release 1, and each later
+// file upgrades the one before. Applied in order (by goose, or by
+// `sfgen install`), they take a database at any release to Latest.
+func Migrations(o Options) ([]File, error) {
+	first, err := render(o, 1, "snowflake.sql.tmpl", true)
+	if err != nil {
+		return nil, err
+	}
+	files := []File{{Name: MigrationName(1), Release: 1, SQL: first}}
+	for r := 2; r <= Latest; r++ {
+		up, err := Upgrade(o, r)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, File{Name: MigrationName(r), Release: r, SQL: up})
+	}
+	return files, nil
+}
+
+// MigrationName is the file name of release r's migration in sfgen's own
+// release line (migrations.FS and `sfgen install`): 00001_sfgen_snowflake.sql
+// for release 1, 0000r_sfgen_release_r.sql after it.
+func MigrationName(r int) string {
+	if r == 1 {
+		return "00001_sfgen_snowflake.sql"
+	}
+	return fmt.Sprintf("%05d_sfgen_release_%d.sql", r, r)
+}
 
 // The timing of snowflake_next_id()'s catch-ups (see next_id.sql.tmpl).
 // A catch-up is a PL/pgSQL call under a lock; how often one is due sets
 // both its cost and how far the IDs' time trails the clock. Every 6 to
 // 8 ms keeps the lag's p99 near 6.5 ms, inside the 10 ms the generator
 // promises, with two thirds of the catch-ups (and ~1.5% more INSERTs) of
-// every 4 to 6 ms; docs/generator.md has the measurements.
+// every 4 to 6 ms; docs/generator.md has the measurements. Release 1
+// shipped the same timing.
 const (
 	// CatchUpAfter is the age of the last catch-up from which a call may
 	// take the slow path and catch up.
@@ -56,11 +144,42 @@ const (
 	// LagLimit is how far behind the clock the slow path still uses the
 	// state; further behind, it waits for a catch-up.
 	LagLimit = 9 * time.Millisecond
+	// Handover is how far ahead of the clock an upgrade from release 1
+	// (or back) dates the last catch-up, so that no catch-up of the new
+	// release runs while one of the old release that waited for the
+	// upgrade's lock wakes up and finds nothing to do. For that long after
+	// an upgrade of a generator in use, IDs may trail the clock by up to
+	// Handover instead of LagLimit.
+	Handover = 50 * time.Millisecond
+	// LockWait bounds how long an upgrade from release 1 waits for release
+	// 1's catch-up lock before it gives up, naming the session holding it.
+	LockWait = 5 * time.Second
 )
+
+// knownFunctions are the signatures of every function any sfgen release
+// (or an install from before release 1) has created, with types as
+// to_regprocedure reads them under a pinned search_path.
+var knownFunctions = []string{
+	"snowflake_layout()", "snowflake_release()",
+	"snowflake_out_of_range(pg_catalog.text, pg_catalog.anyelement)",
+	"snowflake_compose(bigint, integer, integer, integer)",
+	"snowflake_decompose(bigint)", "snowflake_timestamp(bigint)",
+	"snowflake_first_id(pg_catalog.timestamptz)", "snowflake_last_id(pg_catalog.timestamptz)",
+	"snowflake_set_node(integer, integer)", "snowflake_node()", "snowflake_node_bits()",
+	"snowflake_next_id()", "snowflake_next_id_slow()", "snowflake_next_state()",
+	// Before release 1.
+	"snowflake_catch_up(boolean)",
+	"snowflake_next_id_slow(pg_catalog.regclass, pg_catalog.regclass)",
+	"snowflake_next_id_from(pg_catalog.regclass, pg_catalog.regclass)",
+}
 
 // templateData is what the templates see. Every field is derived from the
 // layout, the node numbers or the validated schema name.
 type templateData struct {
+	Release        int    // the release being rendered
+	Previous       int    // for an upgrade, the release it starts from
+	Upgrade        bool   // rendering an upgrade migration
+	PreviousUp     string // for an upgrade's Down: the previous release's definitions
 	Goose          bool   // rendering a goose migration
 	StatementBegin string // "-- +goose StatementBegin\n" in a migration, else ""
 	StatementEnd   string // "-- +goose StatementEnd\n" in a migration, else ""
@@ -92,9 +211,13 @@ type templateData struct {
 	// path waits for a catch-up rather than use a state more than LagLimitMs
 	// behind the clock.
 	CatchUpMs, StaleMs, CatchUpSpreadMs, LagLimitMs int64
+
+	// For the preflight and the step between releases.
+	KnownFunctions, KnownFunctionNames []string
+	HandoverMs, LockWaitSeconds        int64
 }
 
-func newTemplateData(o Options, goose bool) (*templateData, error) {
+func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
 	l := o.Layout
 	if l == (snowflake.Layout{}) {
 		l = snowflake.Twitter
@@ -119,6 +242,7 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 		return snowflake.RangeMessage(f, "%s", l.Min(f), l.Max(f))
 	}
 	d := &templateData{
+		Release:    release,
 		Goose:      goose,
 		SchemaName: schema,
 		Schema:     QuoteIdentifier(schema),
@@ -156,6 +280,21 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
+
+		KnownFunctions: knownFunctions,
+		HandoverMs:     Handover.Milliseconds(), LockWaitSeconds: int64(LockWait / time.Second),
+	}
+	seen := map[string]bool{}
+	for _, f := range knownFunctions {
+		name, _, _ := strings.Cut(f, "(")
+		if !seen[name] {
+			seen[name] = true
+			d.KnownFunctionNames = append(d.KnownFunctionNames, name)
+		}
+	}
+	if release == 1 {
+		// Frozen: what release 1 shipped, whatever the constants say now.
+		d.CatchUpMs, d.StaleMs, d.CatchUpSpreadMs, d.LagLimitMs = 6, 8, 2, 9
 	}
 	if goose {
 		d.StatementBegin = "-- +goose StatementBegin\n"
@@ -164,16 +303,43 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 	return d, nil
 }
 
-func render(o Options, goose bool) ([]byte, error) {
-	d, err := newTemplateData(o, goose)
+func render(o Options, release int, name string, goose bool) ([]byte, error) {
+	return renderWith(o, release, name, goose, nil)
+}
+
+func renderWith(o Options, release int, name string, goose bool, adjust func(*templateData)) ([]byte, error) {
+	d, err := newTemplateData(o, release, goose)
 	if err != nil {
 		return nil, err
 	}
+	if adjust != nil {
+		adjust(d)
+	}
+	if name == "upgrade.sql.tmpl" {
+		d.Upgrade, d.Previous = true, release-1
+	}
 	var b bytes.Buffer
-	if err := templates.ExecuteTemplate(&b, "snowflake.sql.tmpl", d); err != nil {
+	if err := releaseTemplates[release].ExecuteTemplate(&b, name, d); err != nil {
 		return nil, fmt.Errorf("render sql: %w", err)
 	}
 	return tidy(b.Bytes()), nil
+}
+
+// renderParts renders the named templates of a release one after another,
+// as the body of a larger file.
+func renderParts(o Options, release int, goose bool, names ...string) (string, error) {
+	d, err := newTemplateData(o, release, goose)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	for _, n := range names {
+		if err := releaseTemplates[release].ExecuteTemplate(&b, n, d); err != nil {
+			return "", fmt.Errorf("render sql: %w", err)
+		}
+		b.WriteString("\n\n")
+	}
+	return strings.TrimRight(string(tidy(b.Bytes())), "\n"), nil
 }
 
 // tidy trims trailing spaces and folds runs of blank lines, so that the
@@ -190,3 +356,12 @@ func tidy(b []byte) []byte {
 	}
 	return []byte(strings.TrimRight(strings.Join(out, "\n"), "\n") + "\n")
 }
+
+// Preflight renders the checks the latest release makes before it
+// installs or upgrades anything (see preflight.sql.tmpl), alone, for a
+// caller that applies older releases first: run it in a transaction and
+// roll that back. It raises SQLSTATE SF101 for objects under sfgen's
+// names that sfgen did not create as the current role, SF102 for an
+// install of another layout, SF103 for a newer release and SF104 for a
+// schema another role owns.
+func Preflight(o Options) ([]byte, error) { return render(o, Latest, "preflight.sql.tmpl", false) }
