@@ -176,11 +176,58 @@ func TestMigrationCommand(t *testing.T) {
 		t.Error("written migration differs from sqlgen.Migration")
 	}
 	code, out, errOut = sfgen(t, "migration", "--dir", dir)
-	if code != 2 || out != "" || !strings.Contains(errOut, "already holds sfgen's migration 00004_sfgen_snowflake.sql") {
-		t.Errorf("second migration = %d, %q, %q; want a refusal", code, out, errOut)
+	if code != 0 || out != "" || !strings.Contains(errOut, "up to date: "+dir+" installs sfgen release 2 into schema public (00004_sfgen_snowflake.sql); nothing written") {
+		t.Errorf("second migration = %d, %q, %q; want up to date", code, out, errOut)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
+		t.Errorf("an up-to-date directory got a file: %v", entries)
 	}
 	code, _, errOut = sfgen(t, "migration", "--dir", filepath.Join(dir, "missing"))
 	if code != 2 || !strings.Contains(errOut, "not a directory") {
 		t.Errorf("missing dir = %d, %q", code, errOut)
+	}
+}
+
+// TestMigrationUpgradesReleaseOne puts release 1's migration, as sfgen
+// wrote it then, in a directory and expects only the upgrade to be added,
+// for the schema the existing file names.
+func TestMigrationUpgradesReleaseOne(t *testing.T) {
+	o := sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}
+	files, err := sqlgen.Migrations(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	first := filepath.Join(dir, "00002_sfgen_snowflake.sql")
+	os.WriteFile(first, files[0].SQL, 0o644)
+	os.WriteFile(filepath.Join(dir, "00001_users.sql"), []byte("-- +goose Up\n"), 0o644)
+
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--schema", "public"}, "--schema public conflicts with " + dir + "'s sfgen migrations, which install into schema ids"},
+		{[]string{"--datacenter", "1"}, "the node flags apply to a first install only"},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"migration", "--dir", dir, "--sequential"}, tc.args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("migration %v = %d, %q, %q; want exit 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential", "--schema", "ids")
+	wantPath := filepath.Join(dir, "00003_sfgen_release_2.sql")
+	if code != 0 || out != wantPath+"\n" || errOut != "" {
+		t.Fatalf("migration = %d, %q, %q; want %s", code, out, errOut, wantPath)
+	}
+	got, _ := os.ReadFile(wantPath)
+	if want, _ := sqlgen.Upgrade(o, 2); !bytes.Equal(got, want) {
+		t.Error("written upgrade differs from sqlgen.Upgrade for schema ids")
+	}
+	if b, _ := os.ReadFile(first); !bytes.Equal(b, files[0].SQL) {
+		t.Error("the existing release 1 migration changed")
+	}
+	code, out, errOut = sfgen(t, "migration", "--dir", dir)
+	if code != 0 || out != "" || !strings.Contains(errOut, "up to date") {
+		t.Errorf("migration after the upgrade = %d, %q, %q; want up to date", code, out, errOut)
 	}
 }

@@ -155,3 +155,10 @@ func (f *intFlag) field(l snowflake.Layout, fld snowflake.Field) (int64, error) 
 	}
 	return n, nil
 }
+
+// flagSet reports whether the flag called name was given.
+func (c *cli) flagSet(name string) bool {
+	set := false
+	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/verify"
 )
 
 // gooseCLI builds the goose command at the version go.mod requires, with
@@ -96,5 +99,99 @@ func TestGooseCommandRunsMigration(t *testing.T) {
 	}
 	if out := runGoose("status"); !strings.Contains(out, "00002_sfgen_snowflake.sql") {
 		t.Errorf("goose status does not list the migration:\n%s", out)
+	}
+}
+
+// TestGooseCommandUpgradesReleaseOne is an application that applied
+// release 1's migration with the goose command: `sfgen migration` adds the
+// upgrade, goose applies it, and node, state and rows survive; goose down
+// puts release 1 back, and up again reaches release 2.
+func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the goose command")
+	}
+	goose := gooseCLI(t)
+	dsn := pgtest.DSN(t)
+	conn, schema := testSchema(t, dsn)
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files, err := sqlgen.Migrations(sqlgen.Options{Schema: schema, Datacenter: 2, Machine: 9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "00001_sfgen_snowflake.sql"), files[0].SQL, 0o644) // as release 1's sfgen wrote it
+	os.WriteFile(filepath.Join(dir, "00002_users.sql"), []byte("-- +goose Up\nCREATE TABLE "+schema+".users (id bigint PRIMARY KEY DEFAULT "+schema+".snowflake_next_id(), n int);\n-- +goose Down\nDROP TABLE "+schema+".users;\n"), 0o644)
+	runGoose := func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(goose, append([]string{"-dir", dir, "-table", schema + ".goose_db_version", "postgres", dsn}, args...)...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("goose %v: %v\n%s", args, err, b)
+		}
+		return string(b)
+	}
+	release := func() int {
+		t.Helper()
+		r, err := verify.InstalledRelease(ctx, conn, schema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	insert := func(n int) (maxID int64) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, "WITH i AS (INSERT INTO "+schema+".users (n) SELECT g FROM generate_series(1, $1) g RETURNING id) SELECT max(id) FROM i", n).Scan(&maxID); err != nil {
+			t.Fatal(err)
+		}
+		return maxID
+	}
+	node := func() string {
+		var dc, m int
+		conn.QueryRow(ctx, "SELECT datacenter_id, machine_id FROM "+schema+".snowflake_node()").Scan(&dc, &m)
+		return fmt.Sprintf("%d/%d", dc, m)
+	}
+
+	runGoose("up")
+	if r := release(); r != 1 {
+		t.Fatalf("after goose up of release 1's file, release %d", r)
+	}
+	before := insert(1000)
+
+	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential")
+	if want := filepath.Join(dir, "00003_sfgen_release_2.sql"); code != 0 || strings.TrimSpace(out) != want {
+		t.Fatalf("sfgen migration = %d, %q, %q; want %s", code, out, errOut, want)
+	}
+	runGoose("up")
+	if r, n := release(), node(); r != 2 || n != "2/9" {
+		t.Fatalf("after the upgrade: release %d, node %s; want 2, 2/9", r, n)
+	}
+	after := insert(1000)
+	if after <= before {
+		t.Errorf("IDs after the upgrade (max %d) are not above those before (max %d)", after, before)
+	}
+	var rows, distinct int
+	conn.QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM "+schema+".users").Scan(&rows, &distinct)
+	if rows != 2000 || distinct != 2000 {
+		t.Errorf("users has %d rows, %d distinct IDs; want 2000", rows, distinct)
+	}
+
+	if out := runGoose("down"); !strings.Contains(out, "00003_sfgen_release_2.sql") {
+		t.Errorf("goose down did not roll back the upgrade:\n%s", out)
+	}
+	if r, n := release(), node(); r != 1 || n != "2/9" {
+		t.Errorf("after goose down: release %d, node %s; want 1, 2/9", r, n)
+	}
+	if down := insert(10); down <= after {
+		t.Errorf("IDs after goose down (max %d) are not above those before it (max %d)", down, after)
+	}
+	runGoose("up")
+	if r := release(); r != 2 {
+		t.Errorf("after goose up again: release %d", r)
+	}
+	if code, out, errOut := sfgen(t, "migration", "--dir", dir); code != 0 || out != "" || !strings.Contains(errOut, "up to date") {
+		t.Errorf("sfgen migration at release 2 = %d, %q, %q; want up to date", code, out, errOut)
 	}
 }

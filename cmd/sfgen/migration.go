@@ -8,22 +8,33 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/migrationdir"
+	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 const migrationHelp = `
 sfgen migration --dir DIR [--sequential] [--schema NAME] [--datacenter N] [--machine N]
 
-Writes sfgen's functions as a new goose migration into your application's
-migrations directory and prints its path. The version is a UTC timestamp
-(YYYYMMDDhhmmss), or with --sequential the next number after the highest
-version in DIR. The file is written whole or not at all and never replaces
-an existing file; a directory that already has an sfgen migration is
-refused.
+Writes sfgen into your application's goose migrations directory and prints
+the path of the file it wrote.
+
+In a directory with no sfgen migration it writes one that installs sfgen's
+latest SQL release (DIR/<version>_sfgen_snowflake.sql). In a directory that
+already has sfgen's migrations it writes only the upgrade to the latest
+release (DIR/<version>_sfgen_release_N.sql), for the schema and layout the
+existing files name in their headers, and never touches them; when they are
+already at the latest release it writes nothing and says "up to date".
+The node flags apply to a first install only (use 'sfgen node' after it),
+and --schema must match the existing files.
+
+The version is a UTC timestamp (YYYYMMDDhhmmss), or with --sequential the
+next number after the highest version in DIR. The file is written whole or
+not at all and never replaces an existing file.
 
 Examples:
   sfgen migration --dir db/migrations
-  sfgen migration --dir db/migrations --sequential --schema ids
+  sfgen migration --dir db/migrations --sequential --schema ids --datacenter 1 --machine 4
+  sfgen migration --dir db/migrations && goose -dir db/migrations postgres "$DATABASE_URL" up
 `
 
 func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -42,21 +53,77 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	content, err := sqlgen.Migration(o)
-	if err != nil {
+	found, err := migrationdir.Find(*dir)
+	if errors.Is(err, migrationdir.ErrNotDir) || errors.Is(err, migrationdir.ErrBadHeader) {
 		return c.usageError("%v", err)
+	}
+	if err != nil {
+		return c.fail("%v", err)
 	}
 	v := migrationdir.Timestamp
 	if *sequential {
 		v = migrationdir.Sequential
 	}
-	path, err := migrationdir.Write(*dir, content, v, time.Now())
+	if len(found) == 0 {
+		content, err := sqlgen.Migration(o)
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		return c.writeMigration(*dir, migrationdir.Suffix, content, v)
+	}
+
+	// An upgrade: the existing files say for which schema and layout.
+	last := found[len(found)-1]
+	for _, f := range found {
+		if f.Schema != last.Schema || f.Layout != last.Layout {
+			return c.usageError("%s has sfgen migrations for more than one schema or layout (%s: schema %s, %s: schema %s); keep one install per directory", *dir, f.Name, f.Schema, last.Name, last.Schema)
+		}
+	}
+	if sf.dc.set || sf.machine.set {
+		return c.usageError("%s already installs sfgen (%s); the node flags apply to a first install only: set the node with 'sfgen node --datacenter N --machine N'", *dir, last.Name)
+	}
+	if c.flagSet("schema") && sf.schema != last.Schema {
+		return c.usageError("--schema %s conflicts with %s's sfgen migrations, which install into schema %s", sf.schema, *dir, last.Schema)
+	}
+	if err := sqlgen.ValidateSchema(last.Schema); err != nil {
+		return c.usageError("%s: %v", last.Name, err)
+	}
+	if last.Layout != snowflake.Twitter.String() {
+		return c.usageError("%s is for layout %s; this sfgen renders %s", last.Name, last.Layout, snowflake.Twitter)
+	}
+	release := 0
+	for _, f := range found {
+		release = max(release, f.Release)
+	}
+	switch {
+	case release == sqlgen.Latest:
+		fmt.Fprintf(stderr, "sfgen migration: up to date: %s installs sfgen release %d into schema %s (%s); nothing written\n", *dir, release, last.Schema, last.Name)
+		return exitOK
+	case release > sqlgen.Latest:
+		return c.fail("%s installs sfgen release %d, newer than this sfgen's release %d; use a newer sfgen", *dir, release, sqlgen.Latest)
+	}
+	o.Schema = last.Schema
+	for r := release + 1; r <= sqlgen.Latest; r++ {
+		content, err := sqlgen.Upgrade(o, r)
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		if code := c.writeMigration(*dir, migrationdir.UpgradeSuffix(r), content, v); code != exitOK {
+			return code
+		}
+	}
+	return exitOK
+}
+
+// writeMigration writes one migration file and prints its path.
+func (c *cli) writeMigration(dir, suffix string, content []byte, v migrationdir.Versioning) int {
+	path, err := migrationdir.Write(dir, suffix, content, v, time.Now())
 	if errors.Is(err, migrationdir.ErrNotDir) || errors.Is(err, migrationdir.ErrExists) {
 		return c.usageError("%v", err)
 	}
 	if err != nil {
 		return c.fail("%v", err)
 	}
-	fmt.Fprintln(stdout, path)
+	fmt.Fprintln(c.stdout, path)
 	return exitOK
 }

@@ -159,12 +159,31 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 			}
 		}
 	}
+	fmt.Fprintf(w, "mismatches     %d\n", r.Mismatches)
 	if r.OK() {
-		fmt.Fprintln(w, "mismatches     0")
+		fmt.Fprintf(w, "release        %d, this sfgen's\n", r.Release)
 		fmt.Fprintln(w, "ok: PostgreSQL and Go agree on every input")
 		return
 	}
-	fmt.Fprintf(w, "mismatches     %d\n", r.Mismatches)
+	switch {
+	case r.Release < r.LatestRelease:
+		fmt.Fprintf(w, "release        %d, older than this sfgen's release %d\n", r.Release, r.LatestRelease)
+	case r.Release > r.LatestRelease:
+		fmt.Fprintf(w, "release        %d, newer than this sfgen's release %d\n", r.Release, r.LatestRelease)
+	default:
+		fmt.Fprintf(w, "release        %d, this sfgen's\n", r.Release)
+	}
+	if r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) {
+		if r.Release < r.LatestRelease {
+			fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d and lacks release %d's fixes (CHANGELOG.md); upgrade it the way it was installed:\n", r.Schema, r.Release, r.LatestRelease)
+			fmt.Fprintf(w, "  sfgen install --dsn URL --schema %s                  # installed with sfgen install\n", r.Schema)
+			fmt.Fprintf(w, "  sfgen migration --dir DIR && goose -dir DIR ... up   # installed from your migrations directory\n")
+			fmt.Fprintf(w, "  sfgen sql --schema %s | psql -v ON_ERROR_STOP=1 -f - # installed with the plain script\n", r.Schema)
+		} else {
+			fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d, newer than this sfgen (release %d); verify it with a newer sfgen\n", r.Schema, r.Release, r.LatestRelease)
+		}
+		return
+	}
 	if r.Mismatches == 0 {
 		fmt.Fprintln(w, "FAIL: snowflake_next_id() broke a guarantee (above)")
 		return

@@ -96,6 +96,50 @@ func TestVerifyCatchesBrokenFunctions(t *testing.T) {
 	}
 }
 
+// TestVerifyFlagsAnOlderRelease installs release 1 and expects verify to
+// fail, saying how to upgrade, although every answer agrees; after the
+// upgrade it passes.
+func TestVerifyFlagsAnOlderRelease(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, schema := testSchema(t, dsn)
+	for _, step := range []struct {
+		release int
+		code    int
+		want    []string
+	}{
+		{1, 1, []string{"mismatches     0", "release        1, older than this sfgen's release 2",
+			"FAIL: schema " + schema + " is at sfgen release 1 and lacks release 2's fixes",
+			"sfgen install --dsn URL --schema " + schema}},
+		{2, 0, []string{"release        2, this sfgen's", "ok: PostgreSQL and Go agree on every input"}},
+	} {
+		script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema}, step.release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(context.Background(), string(script)); err != nil {
+			t.Fatal(err)
+		}
+		code, out, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "1000", "--seed", "3")
+		if code != step.code {
+			t.Errorf("release %d: exit %d, want %d\nstdout:\n%s\nstderr:\n%s", step.release, code, step.code, out, errOut)
+		}
+		for _, want := range step.want {
+			if !strings.Contains(out, want) {
+				t.Errorf("release %d: report lacks %q:\n%s", step.release, want, out)
+			}
+		}
+		code, out, _ = sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "10", "--json")
+		var rep struct {
+			OK            bool `json:"ok"`
+			Release       int  `json:"release"`
+			LatestRelease int  `json:"latest_release"`
+		}
+		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.OK != (step.code == 0) || rep.Release != step.release || rep.LatestRelease != sqlgen.Latest {
+			t.Errorf("release %d: --json = exit %d, %+v, %v", step.release, code, rep, err)
+		}
+	}
+}
+
 func TestVerifyNotInstalled(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	_, schema := testSchema(t, dsn)

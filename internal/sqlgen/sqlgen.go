@@ -79,11 +79,17 @@ func Migration(o Options) ([]byte, error) { return render(o, Latest, "install.sq
 
 // Upgrade renders the goose migration that takes a schema from release
 // to-1 to release to (2 to Latest). Its Down section puts the earlier
-// release back as its own migration made it, node and state kept.
+// release back as its own migration made it, node and state kept. An
+// upgrade keeps the node the schema has, so o's node is not used (and
+// must still be in range).
 func Upgrade(o Options, to int) ([]byte, error) {
 	if to != 2 {
 		return nil, fmt.Errorf("upgrade to release %d: %w", to, ErrUnknownRelease)
 	}
+	if _, err := newTemplateData(o, to, true); err != nil {
+		return nil, err
+	}
+	o.Datacenter, o.Machine = 0, 0
 	prev, err := renderParts(o, 1, true, "compose_up", "range_up", "next_id_up")
 	if err != nil {
 		return nil, err

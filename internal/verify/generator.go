@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // maxLagMS is how far behind the database clock snowflake_next_id() may
@@ -40,7 +41,8 @@ func (g *GeneratorReport) OK() bool {
 // conns connections at once and checks, in Go, that they are unique,
 // increasing on each connection, carry the node snowflake_node() reports,
 // and decode to times inside the run by the database's clock (no more than
-// maxLagMS behind its start, and no later than its end plus the
+// maxLagMS behind its start, or behind the catch-up of an upgrade whose
+// handover is still on, and no later than its end plus the
 // milliseconds that borrowing could add). A schema without
 // snowflake_next_id() (installed by an older sfgen) is skipped, not failed.
 func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
@@ -59,8 +61,17 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	}
 	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint"
 	var start, end int64
-	if err := pool.QueryRow(ctx, nowMS).Scan(&start); err != nil {
+	var guard *int64
+	if err := pool.QueryRow(ctx, nowMS+", pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($1))",
+		schema+".snowflake_state_guard").Scan(&start, &guard); err != nil {
 		return nil, err
+	}
+	// A last catch-up dated ahead of the clock is an upgrade's handover
+	// (sqlgen.Handover): until the clock passes it, IDs carry on from the
+	// upgrade's catch-up, up to Handover behind.
+	earliest := start - maxLagMS
+	if guard != nil && *guard > start {
+		earliest = min(earliest, *guard-sqlgen.Handover.Milliseconds()-maxLagMS)
 	}
 	const batch = 1000
 	streams := make([][]int64, conns)
@@ -116,7 +127,7 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 			rep.WrongNode++
 			example("%d: node %d/%d, database's node is %d/%d", id, p.Datacenter, p.Machine, rep.Datacenter, rep.Machine)
 		}
-		if p.Timestamp < start-maxLagMS || p.Timestamp > latest {
+		if p.Timestamp < earliest || p.Timestamp > latest {
 			rep.OutsideRun++
 			example("%d: dated %s, run was %s to %s (database clock)", id, p.Time().Format(timeFormat), snowflakeTime(start), snowflakeTime(end))
 		}

@@ -58,11 +58,19 @@ type Report struct {
 	PerSecond  float64       `json:"inputs_per_second"` // random inputs checked per second
 
 	Generator *GeneratorReport `json:"generator,omitempty"` // the check of snowflake_next_id()
+
+	// Release is the sfgen SQL release the schema is at; LatestRelease is
+	// this sfgen's (sqlgen.Latest). An older schema lacks release
+	// LatestRelease's fixes even when every answer agrees.
+	Release       int `json:"release"`
+	LatestRelease int `json:"latest_release"`
 }
 
-// OK reports whether the run found no mismatch and the generator check
-// found no problem.
-func (r *Report) OK() bool { return r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) }
+// OK reports whether the run found no mismatch, the generator check found
+// no problem, and the schema is at this sfgen's release.
+func (r *Report) OK() bool {
+	return r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) && r.Release == r.LatestRelease
+}
 
 // A Mismatch is one input on which Go and the database differ.
 type Mismatch struct {
@@ -96,7 +104,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if err := CheckInstalled(ctx, pool, o.Schema, o.Layout); err != nil {
 		return nil, err
 	}
-	c := &checker{o: o, schema: sqlgen.QuoteIdentifier(o.Schema), rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed}, prepared: map[*pgconn.PgConn]bool{}}
+	release, err := InstalledRelease(ctx, pool, o.Schema)
+	if err != nil {
+		return nil, err
+	}
+	c := &checker{o: o, schema: sqlgen.QuoteIdentifier(o.Schema), prepared: map[*pgconn.PgConn]bool{},
+		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest}}
 	start := time.Now()
 
 	vectors := Vectors(o.Layout)
@@ -250,6 +263,35 @@ func CheckInstalled(ctx context.Context, db interface {
 		return fmt.Errorf("%w: schema %s has %q, this sfgen uses %q", ErrLayoutMismatch, schema, got, l.String())
 	}
 	return nil
+}
+
+// InstalledRelease returns the sfgen SQL release installed in schema: the
+// answer of snowflake_release(), or 1 when the schema has sfgen's
+// functions but not that one (release 1 had none), or 0 when it has no
+// snowflake_layout().
+func InstalledRelease(ctx context.Context, db interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string) (int, error) {
+	if err := sqlgen.ValidateSchema(schema); err != nil {
+		return 0, err
+	}
+	q := sqlgen.QuoteIdentifier(schema)
+	var layout, release bool
+	if err := db.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL, pg_catalog.to_regprocedure($2) IS NOT NULL",
+		q+".snowflake_layout()", q+".snowflake_release()").Scan(&layout, &release); err != nil {
+		return 0, fmt.Errorf("look up sfgen's release: %w", err)
+	}
+	switch {
+	case release:
+		var n int
+		if err := db.QueryRow(ctx, "SELECT "+q+".snowflake_release()").Scan(&n); err != nil {
+			return 0, fmt.Errorf("read sfgen's release: %w", err)
+		}
+		return n, nil
+	case layout:
+		return 1, nil
+	}
+	return 0, nil
 }
 
 // checker runs the batches of one Run.
