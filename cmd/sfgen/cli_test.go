@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -229,5 +231,25 @@ func TestMigrationUpgradesReleaseOne(t *testing.T) {
 	code, out, errOut = sfgen(t, "migration", "--dir", dir)
 	if code != 0 || out != "" || !strings.Contains(errOut, "up to date") {
 		t.Errorf("migration after the upgrade = %d, %q, %q; want up to date", code, out, errOut)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, errOut := sfgen(t, "version")
+	want := fmt.Sprintf(", SQL release %d, %s\n", sqlgen.Latest, runtime.Version())
+	if code != 0 || errOut != "" || !strings.HasPrefix(out, "sfgen ") || !strings.HasSuffix(out, want) {
+		t.Errorf("version = %d, %q, %q; want sfgen <version>%s", code, out, errOut, want)
+	}
+	code, out, _ = sfgen(t, "version", "--json")
+	var b struct {
+		Version    string `json:"version"`
+		SQLRelease int    `json:"sql_release"`
+		Go         string `json:"go"`
+	}
+	if err := json.Unmarshal([]byte(out), &b); err != nil || code != 0 || b.Version == "" || b.SQLRelease != sqlgen.Latest || b.Go != runtime.Version() {
+		t.Errorf("version --json = %d, %q (%+v, %v)", code, out, b, err)
+	}
+	if code, _, errOut := sfgen(t, "version", "extra"); code != 2 || errOut == "" {
+		t.Errorf("version extra = %d, %q; want a usage error", code, errOut)
 	}
 }

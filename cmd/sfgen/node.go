@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -81,8 +82,16 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return c.fail("read the node: %s", redactErr(err, dsn))
 	}
+	release, err := installedRelease(ctx, tx, q)
+	if err != nil {
+		return c.fail("read the release: %s", redactErr(err, dsn))
+	}
+	where := fmt.Sprintf("(schema %s, sfgen release %d)", *schema, release)
+	if release < sqlgen.Latest {
+		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", *schema, release, sqlgen.Latest)
+	}
 	if newDC == nil && newM == nil {
-		fmt.Fprintf(stdout, "datacenter %d, machine %d\n", oldDC, oldM)
+		fmt.Fprintf(stdout, "datacenter %d, machine %d %s\n", oldDC, oldM, where)
 		return exitOK
 	}
 	dc, m := oldDC, oldM
@@ -105,6 +114,18 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err := tx.Commit(); err != nil {
 		return c.fail("commit: %s", redactErr(err, dsn))
 	}
-	fmt.Fprintf(stdout, "datacenter %d, machine %d -> datacenter %d, machine %d\n", oldDC, oldM, dc, m)
+	fmt.Fprintf(stdout, "datacenter %d, machine %d -> datacenter %d, machine %d %s\n", oldDC, oldM, dc, m, where)
 	return exitOK
+}
+
+// installedRelease reads the sfgen release of the schema (quoted q) that
+// has snowflake_node(): snowflake_release(), or 1 without it.
+func installedRelease(ctx context.Context, tx *sql.Tx, q string) (int, error) {
+	var has bool
+	if err := tx.QueryRowContext(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", q+".snowflake_release()").Scan(&has); err != nil || !has {
+		return 1, err
+	}
+	var r int
+	err := tx.QueryRowContext(ctx, "SELECT "+q+".snowflake_release()").Scan(&r)
+	return r, err
 }

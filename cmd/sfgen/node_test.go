@@ -39,10 +39,10 @@ func TestNodeShowAndSet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "datacenter 2, machine 4\n"},
-		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7\n"},
-		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31\n"},
-		{nil, "datacenter 3, machine 31\n"},
+		{nil, "datacenter 2, machine 4 (schema " + schema + ", sfgen release 2)\n"},
+		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7 (schema " + schema + ", sfgen release 2)\n"},
+		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31 (schema " + schema + ", sfgen release 2)\n"},
+		{nil, "datacenter 3, machine 31 (schema " + schema + ", sfgen release 2)\n"},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"node", "--dsn", dsn, "--schema", schema}, tc.args...)...)
 		if code != 0 || out != tc.want || errOut != "" {
@@ -68,7 +68,7 @@ func TestNodeNeedsTheOwner(t *testing.T) {
 	u.User = url.User(role)
 	appDSN := u.String()
 	code, out, errOut := sfgen(t, "node", "--dsn", appDSN, "--schema", schema)
-	if code != 0 || out != "datacenter 0, machine 0\n" {
+	if code != 0 || out != "datacenter 0, machine 0 (schema "+schema+", sfgen release 2)\n" {
 		t.Errorf("a non-owner reading the node: exit %d, %q %q", code, out, errOut)
 	}
 	code, _, errOut = sfgen(t, "node", "--dsn", appDSN, "--schema", schema, "--datacenter", "1")
@@ -76,7 +76,7 @@ func TestNodeNeedsTheOwner(t *testing.T) {
 		t.Errorf("a non-owner setting the node: exit %d, stderr %q; want 1 and permission denied", code, errOut)
 	}
 	oneLine(t, errOut)
-	if code, out, _ := sfgen(t, "node", "--dsn", dsn, "--schema", schema); code != 0 || out != "datacenter 0, machine 0\n" {
+	if code, out, _ := sfgen(t, "node", "--dsn", dsn, "--schema", schema); code != 0 || out != "datacenter 0, machine 0 (schema "+schema+", sfgen release 2)\n" {
 		t.Errorf("node after a refused change: %q", out)
 	}
 }
@@ -125,5 +125,24 @@ func TestNodeHelp(t *testing.T) {
 	code, out, _ := sfgen(t, "node", "--help")
 	if code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--datacenter") {
 		t.Errorf("node --help: exit %d\n%s", code, out)
+	}
+}
+
+// TestNodeSaysTheRelease installs release 1: node shows it and warns that
+// it is older than this sfgen's.
+func TestNodeSaysTheRelease(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, schema := testSchema(t, dsn)
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema, Datacenter: 1, Machine: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema)
+	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1)\n" ||
+		!strings.Contains(errOut, "is at sfgen release 1, older than this sfgen's release 2") {
+		t.Errorf("node on release 1 = %d, %q, %q", code, out, errOut)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"testing/fstest"
 	"time"
 
@@ -194,7 +195,7 @@ type CheckError struct {
 	err     error
 }
 
-func (e *CheckError) Error() string { return e.Message }
+func (e *CheckError) Error() string { return strings.TrimPrefix(e.Message, "sfgen: ") }
 
 // Unwrap returns the sentinel that says which check failed.
 func (e *CheckError) Unwrap() error { return e.err }

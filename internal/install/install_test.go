@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	_ "github.com/jackc/pgx/v5/stdlib"
@@ -295,5 +296,185 @@ CREATE FUNCTION ` + evil + `.clock_timestamp() RETURNS timestamptz LANGUAGE sql 
 	}
 	if ts+snowflake.TwitterEpoch < 1700000000000 {
 		t.Errorf("snowflake_next_id() used the hijacked clock: timestamp %d", ts+snowflake.TwitterEpoch)
+	}
+}
+
+// otherRole creates a role of the test's own, which may CREATE in schema
+// (created if missing), and drops it and what it owns afterwards.
+func otherRole(t *testing.T, db *sql.DB, schema string) string {
+	t.Helper()
+	role := schema + "_mallory"
+	if _, err := db.Exec("CREATE ROLE " + role + "; CREATE SCHEMA IF NOT EXISTS " + schema + "; GRANT CREATE, USAGE ON SCHEMA " + schema + " TO " + role); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
+		db.Exec("DROP OWNED BY " + role)
+		db.Exec("DROP ROLE IF EXISTS " + role)
+	})
+	return role
+}
+
+// asRole runs sql as role, in one transaction.
+func asRole(t *testing.T, db *sql.DB, role, sql string) {
+	t.Helper()
+	if _, err := db.Exec("BEGIN; SET LOCAL ROLE " + role + "; " + sql + "; COMMIT"); err != nil {
+		db.Exec("ROLLBACK")
+		t.Fatalf("as %s: %v", role, err)
+	}
+}
+
+// TestApplyRefuses sets up each kind of schema Apply must refuse and
+// checks that it says what it found, with the sentinel, and changes
+// nothing.
+func TestApplyRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		setup   func(t *testing.T, db *sql.DB, schema string)
+		want    error
+		message string
+	}{
+		{"another role's state sequence", func(t *testing.T, db *sql.DB, schema string) {
+			asRole(t, db, otherRole(t, db, schema), "CREATE SEQUENCE "+schema+".snowflake_state")
+		}, ErrForeignObject, "sequence %s.snowflake_state owned by %s_mallory"},
+		{"another role's snowflake_next_id()", func(t *testing.T, db *sql.DB, schema string) {
+			asRole(t, db, otherRole(t, db, schema), "CREATE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
+		}, ErrForeignObject, "function %s.snowflake_next_id() owned by %s_mallory"},
+		{"an overload added to an install", func(t *testing.T, db *sql.DB, schema string) {
+			if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+				t.Fatal(err)
+			}
+			db.Exec("DELETE FROM " + schema + "." + VersionTable + " WHERE version_id = 2") // so that there is something to apply
+			asRole(t, db, otherRole(t, db, schema), "CREATE FUNCTION "+schema+".snowflake_node_bits(x integer DEFAULT 0) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
+		}, ErrForeignObject, "function %s.snowflake_node_bits(integer) owned by %s_mallory"},
+		{"the installer's own objects, not sfgen's", func(t *testing.T, db *sql.DB, schema string) {
+			db.Exec("CREATE SCHEMA " + schema + "; CREATE TABLE " + schema + ".snowflake_state (id int)")
+		}, ErrForeignObject, "table %s.snowflake_state owned by"},
+		{"another role's version table", func(t *testing.T, db *sql.DB, schema string) {
+			asRole(t, db, otherRole(t, db, schema), "CREATE TABLE "+schema+"."+VersionTable+" (id serial, version_id bigint, is_applied boolean, tstamp timestamp)")
+		}, ErrForeignObject, "table %s.sfgen_db_version owned by %s_mallory"},
+		{"a schema another role owns", func(t *testing.T, db *sql.DB, schema string) {
+			role := otherRole(t, db, schema)
+			db.Exec("ALTER SCHEMA " + schema + " OWNER TO " + role)
+		}, ErrUntrustedSchema, "schema %s is owned by role %s_mallory"},
+		{"another layout", func(t *testing.T, db *sql.DB, schema string) {
+			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT 'epoch=1 timestamp=41 datacenter=5 machine=5 sequence=12'$$")
+		}, ErrLayoutMismatch, "holds sfgen functions for layout epoch=1 timestamp=41"},
+		{"a newer release", func(t *testing.T, db *sql.DB, schema string) {
+			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT '" + snowflake.Twitter.String() + "'$$; CREATE FUNCTION " + schema + ".snowflake_release() RETURNS integer LANGUAGE sql AS 'SELECT 3'")
+		}, ErrNewerRelease, "is at sfgen release 3, newer than this SQL (release 2)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, schema := database(t)
+			tc.setup(t, db, schema)
+			before := objects(t, db, schema)
+			_, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema})
+			if !errors.Is(err, tc.want) {
+				t.Fatalf("Apply = %v; want %v", err, tc.want)
+			}
+			if msg := strings.ReplaceAll(tc.message, "%s", schema); !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") || strings.HasPrefix(err.Error(), "sfgen: ") {
+				t.Errorf("Apply = %q; want one line with %q", err, msg)
+			}
+			if after := objects(t, db, schema); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("a refused Apply changed the schema:\n  before %v\n  after  %v", before, after)
+			}
+		})
+	}
+}
+
+// TestConcurrentApply runs six first installs into one new schema at
+// once, five times over: they take turns, none fails (on CREATE SCHEMA,
+// say), and the first one does the work.
+func TestConcurrentApply(t *testing.T) {
+	db, schema := database(t)
+	db.SetMaxOpenConns(32)
+	const installs = 6
+	for round := range 5 {
+		schema := fmt.Sprintf("%s_%d", schema, round)
+		t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE") })
+		var applied atomic.Int64
+		errs := make(chan error, installs)
+		start := make(chan struct{})
+		for range installs {
+			go func() {
+				<-start
+				res, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema})
+				if err == nil {
+					applied.Add(int64(len(res.Applied)))
+					if res.Version != sqlgen.Latest {
+						err = fmt.Errorf("version %d", res.Version)
+					}
+				}
+				errs <- err
+			}()
+		}
+		close(start)
+		for range installs {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d: a concurrent Apply failed: %v", round, err)
+			}
+		}
+		if n := applied.Load(); n != sqlgen.Latest {
+			t.Errorf("round %d: %d migrations applied in all; want %d, once each", round, n, sqlgen.Latest)
+		}
+	}
+}
+
+// TestApplyWaitsForAnotherInstall holds the install lock from another
+// session: an Apply whose context ends while it waits changes nothing,
+// and one that waits longer than LockWait names the session in the way.
+func TestApplyWaitsForAnotherInstall(t *testing.T) {
+	db, schema := database(t)
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var pid int
+	if err := holder.QueryRowContext(context.Background(), "SELECT pg_advisory_lock($1), pg_backend_pid()", applyLockID).Scan(new(any), &pid); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := Apply(ctx, db, sqlgen.Options{Schema: schema}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Apply while another holds the lock, cancelled = %v; want the context's error", err)
+	}
+	var n int
+	db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id > 0").Scan(&n)
+	if n != sqlgen.Latest {
+		t.Errorf("after a cancelled Apply, %s has %d rows; want %d (nothing undone)", VersionTable, n, sqlgen.Latest)
+	}
+	// A first install into a new schema that waits while another makes
+	// the schema and its version table, and is then cancelled, must not
+	// undo the other's work.
+	fresh := schema + "_new"
+	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + fresh + " CASCADE") })
+	done := make(chan error)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	go func() {
+		_, err := Apply(ctx2, db, sqlgen.Options{Schema: fresh})
+		done <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	if _, err := holder.ExecContext(context.Background(), "CREATE SCHEMA "+fresh+"; CREATE TABLE "+fresh+"."+VersionTable+" (id int)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("the waiting Apply = %v; want the context's error", err)
+	}
+	var kept bool
+	db.QueryRow("SELECT to_regclass($1) IS NOT NULL", fresh+"."+VersionTable).Scan(&kept)
+	if !kept {
+		t.Errorf("a cancelled first install dropped the version table another install made")
+	}
+	defer func(w time.Duration) { LockWait = w }(LockWait)
+	LockWait = 200 * time.Millisecond
+	_, err = Apply(context.Background(), db, sqlgen.Options{Schema: schema})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", pid)) {
+		t.Errorf("Apply past LockWait = %v; want ErrLocked naming pid %d", err, pid)
 	}
 }
