@@ -1,0 +1,16 @@
+// Package attack holds no code. Its tests replay, against a real
+// PostgreSQL, the attacks that sfgen's SQL and install must withstand:
+// look-alike operators that hijack the functions' bodies (and, through a
+// superuser who calls them, make the attacker a superuser), index
+// corruption by an INSERT-only role with its own operators, objects
+// squatted under sfgen's names before the install, a role with nothing
+// but CONNECT stalling snowflake_next_id(), overloads that make sfgen's
+// own calls ambiguous, and a node out of range accepted under a hostile
+// search_path.
+//
+// Each attack is a helper that reports whether it succeeded and what the
+// attacker achieved, run by a table-driven test over sfgen's releases:
+// on release 1 (the SQL frozen in migrations/00001_sfgen_snowflake.sql)
+// every attack must succeed, which proves that the test can tell; on
+// release 2 every attack must fail.
+package attack

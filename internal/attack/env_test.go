@@ -1,0 +1,239 @@
+package attack
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// An env is one test's database, with the superuser's connection pool
+// and the roles the test made.
+type env struct {
+	t     *testing.T
+	cfg   *pgx.ConnConfig // the superuser's
+	db    *sql.DB         // the superuser's pool
+	mu    sync.Mutex
+	roles map[string]string // role name -> password
+}
+
+var (
+	roleSeq atomic.Int64
+	dbSeq   atomic.Int64
+)
+
+// newEnv gives t a database of its own as the superuser. pgtest makes one
+// per test on its throwaway cluster; with $DATABASE_URL (one database
+// shared by every test) newEnv creates one on that server, because the
+// attacks change the public schema's privileges and fill it with hostile
+// objects.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatalf("parse DSN: %v", err)
+	}
+	if os.Getenv("DATABASE_URL") != "" {
+		cfg = ownDatabase(t, cfg)
+	}
+	e := &env{t: t, cfg: cfg, roles: map[string]string{}}
+	e.db = stdlib.OpenDB(*cfg)
+	t.Cleanup(func() { e.db.Close() })
+	return e
+}
+
+// ownDatabase creates a database for t on the server cfg names and drops
+// it when t ends.
+func ownDatabase(t *testing.T, cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	t.Helper()
+	name := fmt.Sprintf("sfgen_attack_%d_%d", os.Getpid(), dbSeq.Add(1))
+	admin := stdlib.OpenDB(*cfg)
+	defer admin.Close()
+	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+sqlgen.QuoteIdentifier(name)); err != nil {
+		t.Fatalf("create database %s: %v", name, err)
+	}
+	own := cfg.Copy()
+	own.Database = name
+	t.Cleanup(func() {
+		admin := stdlib.OpenDB(*cfg)
+		defer admin.Close()
+		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+sqlgen.QuoteIdentifier(name)+" WITH (FORCE)"); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	return own
+}
+
+// role creates a LOGIN role, NOSUPERUSER and with nothing granted, named
+// base plus the process id and a counter (roles are cluster-wide, and
+// tests run in parallel), and removes it, with what it owns in this
+// database, when the test ends.
+func (e *env) role(base string) string {
+	e.t.Helper()
+	name := fmt.Sprintf("%s_%d_%d", base, os.Getpid(), roleSeq.Add(1))
+	pw := make([]byte, 12)
+	if _, err := rand.Read(pw); err != nil {
+		e.t.Fatal(err)
+	}
+	password := hex.EncodeToString(pw)
+	e.exec(fmt.Sprintf("CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD %s",
+		sqlgen.QuoteIdentifier(name), sqlgen.QuoteLiteral(password)))
+	e.mu.Lock()
+	e.roles[name] = password
+	e.mu.Unlock()
+	e.t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		q := sqlgen.QuoteIdentifier(name)
+		// Its sessions first (a test that failed midway may leave one
+		// waiting on a lock).
+		_, _ = e.db.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE usename = $1", name)
+		for _, s := range []string{"REASSIGN OWNED BY " + q + " TO CURRENT_USER", "DROP OWNED BY " + q, "DROP ROLE " + q} {
+			if _, err := e.db.ExecContext(ctx, s); err != nil {
+				e.t.Errorf("remove role %s: %s: %v", name, s, err)
+				return
+			}
+		}
+	})
+	return name
+}
+
+// exec runs q (one or more statements, in the simple protocol) as the
+// superuser and fails the test on an error.
+func (e *env) exec(q string) {
+	e.t.Helper()
+	if _, err := e.db.ExecContext(context.Background(), q); err != nil {
+		e.t.Fatalf("%s: %v", q, err)
+	}
+}
+
+// isSuperuser tells whether role is a superuser now.
+func (e *env) isSuperuser(role string) bool {
+	e.t.Helper()
+	var super bool
+	if err := e.db.QueryRowContext(context.Background(),
+		"SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", role).Scan(&super); err != nil {
+		e.t.Fatalf("is %s a superuser: %v", role, err)
+	}
+	return super
+}
+
+// A session is one connection, as the superuser or as a role, with the
+// notices it has received.
+type session struct {
+	*sql.Conn
+	role    string // "" for the superuser
+	mu      sync.Mutex
+	notices []string
+}
+
+// connect opens a session as role ("" for the superuser), closed when the
+// test ends.
+func (e *env) connect(role string) *session {
+	e.t.Helper()
+	s := &session{role: role}
+	cfg := e.cfg.Copy()
+	if role != "" {
+		e.mu.Lock()
+		pw, ok := e.roles[role]
+		e.mu.Unlock()
+		if !ok {
+			e.t.Fatalf("connect as %s: not a role of this test", role)
+		}
+		cfg.User, cfg.Password = role, pw
+	}
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
+		s.mu.Lock()
+		s.notices = append(s.notices, n.Message)
+		s.mu.Unlock()
+	}
+	db := stdlib.OpenDB(*cfg)
+	db.SetMaxOpenConns(1)
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		db.Close()
+		e.t.Fatalf("connect as %q: %v", role, err)
+	}
+	s.Conn = conn
+	e.t.Cleanup(func() {
+		conn.Close()
+		db.Close()
+	})
+	return s
+}
+
+// exec runs q in s and fails the test on an error.
+func (s *session) exec(t testing.TB, q string, args ...any) {
+	t.Helper()
+	if _, err := s.ExecContext(context.Background(), q, args...); err != nil {
+		who := s.role
+		if who == "" {
+			who = "the superuser"
+		}
+		t.Fatalf("as %s: %s: %v", who, q, err)
+	}
+}
+
+// takeNotices returns the notices s has received since the last call.
+func (s *session) takeNotices() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.notices
+	s.notices = nil
+	return n
+}
+
+// pid is the backend process id of s.
+func (s *session) pid(t testing.TB) int {
+	t.Helper()
+	var pid int
+	if err := s.QueryRowContext(context.Background(), "SELECT pg_catalog.pg_backend_pid()").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	return pid
+}
+
+// qualify returns schema.name with the schema quoted, as sfgen writes it.
+func qualify(schema, name string) string {
+	return sqlgen.QuoteIdentifier(schema) + "." + name
+}
+
+// summary counts repeated lines: "a ×3, b".
+func summary(lines []string) string {
+	var order []string
+	n := map[string]int{}
+	for _, l := range lines {
+		if n[l] == 0 {
+			order = append(order, l)
+		}
+		n[l]++
+	}
+	var b strings.Builder
+	for i, l := range order {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(l)
+		if n[l] > 1 {
+			fmt.Fprintf(&b, " ×%d", n[l])
+		}
+	}
+	return b.String()
+}
