@@ -144,11 +144,9 @@ type session struct {
 	notices []string
 }
 
-// connect opens a session as role ("" for the superuser), closed when the
-// test ends.
-func (e *env) connect(role string) *session {
+// roleConfig is the connection config for role ("" for the superuser).
+func (e *env) roleConfig(role string) *pgx.ConnConfig {
 	e.t.Helper()
-	s := &session{role: role}
 	cfg := e.cfg.Copy()
 	if role != "" {
 		e.mu.Lock()
@@ -159,6 +157,23 @@ func (e *env) connect(role string) *session {
 		}
 		cfg.User, cfg.Password = role, pw
 	}
+	return cfg
+}
+
+// openDB opens a connection pool as role, closed when the test ends.
+func (e *env) openDB(role string) *sql.DB {
+	e.t.Helper()
+	db := stdlib.OpenDB(*e.roleConfig(role))
+	e.t.Cleanup(func() { db.Close() })
+	return db
+}
+
+// connect opens a session as role ("" for the superuser), closed when the
+// test ends.
+func (e *env) connect(role string) *session {
+	e.t.Helper()
+	s := &session{role: role}
+	cfg := e.roleConfig(role)
 	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) {
 		s.mu.Lock()
 		s.notices = append(s.notices, n.Message)

@@ -154,8 +154,16 @@ func installGoose(ctx context.Context, db *sql.DB, release int, o sqlgen.Options
 	if schema == "" {
 		schema = sqlgen.DefaultSchema
 	}
-	if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+sqlgen.QuoteIdentifier(schema)); err != nil {
+	// As install.Apply: create the schema only if it is missing (CREATE
+	// SCHEMA IF NOT EXISTS needs CREATE on the database even then).
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil {
 		return err
+	}
+	if !exists {
+		if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+sqlgen.QuoteIdentifier(schema)); err != nil {
+			return err
+		}
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db,
 		fstest.MapFS{release1File: {Data: []byte(m), Mode: 0o444}},
