@@ -339,12 +339,12 @@ var release1Routes = []route{
 	// An application that applies migrations.FS with its own goose.
 	{"app_goose", func(f *fixture) {
 		f.createSchema()
-		f.applied("app goose UpTo(1)")(f.appProvider().UpTo(context.Background(), 1))
+		f.applied("UpTo(1) in goose_db_version")(f.appProvider().UpTo(context.Background(), 1))
 	}},
 	// What `sfgen install` left at release 1: goose in sfgen_db_version.
 	{"sfgen_install", func(f *fixture) {
 		f.createSchema()
-		f.applied("sfgen goose UpTo(1)")(f.sfgenProvider().UpTo(context.Background(), 1))
+		f.applied("UpTo(1) in sfgen_db_version")(f.sfgenProvider().UpTo(context.Background(), 1))
 	}},
 }
 
@@ -359,7 +359,7 @@ type upgrade struct {
 var release2Routes = []upgrade{
 	{"script", func(f *fixture, from string) { f.runScript("Script", sqlgen.Script) }},
 	{"app_goose_up", func(f *fixture, from string) {
-		got := f.applied("app goose Up")(f.appProvider().Up(context.Background()))
+		got := f.applied("Up in goose_db_version")(f.appProvider().Up(context.Background()))
 		want := []string{sqlgen.MigrationName(1), sqlgen.MigrationName(2)}
 		if from == "app_goose" {
 			want = want[1:]
@@ -504,6 +504,18 @@ func (a snapshot) diff(b snapshot) string {
 	return out.String()
 }
 
+// differing names the objects in both a and b that differ.
+func (a snapshot) differing(b snapshot) []string {
+	var names []string
+	for k, v := range a {
+		if w, ok := b[k]; ok && w != v {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 func (a snapshot) names() []string {
 	var names []string
 	for k := range a {
@@ -535,7 +547,7 @@ var freshRelease2 = []route{
 		if err != nil {
 			f.t.Fatal(err)
 		}
-		f.applied("goose Up of the single migration")(p.Up(context.Background()))
+		f.applied("Up of the single migration")(p.Up(context.Background()))
 	}},
 }
 
@@ -614,10 +626,10 @@ func TestDownRestoresRelease1(t *testing.T) {
 	f := newFixture(t, db, dsn)
 	f.createSchema()
 	p := f.appProvider()
-	f.applied("goose UpTo(1)")(p.UpTo(ctx, 1))
+	f.applied("UpTo(1)")(p.UpTo(ctx, 1))
 	f.setNode(testDatacenter, testMachine)
 	f.createTable()
-	f.applied("goose Up")(p.Up(ctx))
+	f.applied("Up")(p.Up(ctx))
 	if r := f.release(); r != 2 {
 		t.Fatalf("after Up, release %d; want 2", r)
 	}
@@ -640,7 +652,7 @@ func TestDownRestoresRelease1(t *testing.T) {
 	f.checkKept("after Down to release 1", before)
 
 	before = f.generator()
-	f.applied("goose Up again")(p.Up(ctx))
+	f.applied("Up again")(p.Up(ctx))
 	if d := release2.diff(f.snapshot()); d != "" {
 		t.Errorf("after Down and Up, the schema differs from a fresh release 2:%s", d)
 	}
@@ -666,7 +678,7 @@ func TestDownRestoresRelease1(t *testing.T) {
 	f.checkKept("after the failed DownTo(0)", before)
 
 	f.exec("ALTER TABLE " + f.schema + ".t ALTER COLUMN id DROP DEFAULT")
-	f.applied("goose DownTo(0) without the default")(p.DownTo(ctx, 0))
+	f.applied("DownTo(0) without the default")(p.DownTo(ctx, 0))
 	if left := f.snapshot(); len(left) != 0 {
 		t.Errorf("after DownTo(0), the schema still has %v", left.names())
 	}
@@ -770,8 +782,17 @@ func (l *load) check(t *testing.T, f *fixture) []error {
 	return failed
 }
 
+// lockTableGone says whether err is release 2's catch-up failing to lock
+// snowflake_state_lock because release 1's Down dropped it meanwhile.
+func lockTableGone(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42P01" && strings.HasSuffix(pe.Message, `.snowflake_state_lock" does not exist`)
+}
+
 // TestUpgradeUnderLoad changes the release while 8 clients insert: up
-// from release 1 by the script and by goose, and down by goose.
+// from release 1 by the script, by goose and by Apply, and down by goose.
+// No insert may fail on the way up; on the way down some may (see
+// lockTableGone), but no ID may repeat or go backwards either way.
 func TestUpgradeUnderLoad(t *testing.T) {
 	db, dsn := upgradeDB(t)
 	ctx := context.Background()
@@ -783,7 +804,12 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		mayFail bool // failed inserts are reported, not failures of the test
 	}{
 		{"script_up", 1, func(f *fixture) { f.runScript("Script", sqlgen.Script) }, 2, false},
-		{"goose_up", 1, func(f *fixture) { f.applied("goose Up")(f.appProvider().Up(ctx)) }, 2, false},
+		{"goose_up", 1, func(f *fixture) { f.applied("Up")(f.appProvider().Up(ctx)) }, 2, false},
+		{"apply_up", 1, func(f *fixture) {
+			if _, err := Apply(ctx, f.db, f.o); err != nil {
+				f.t.Fatalf("Apply under load: %v", err)
+			}
+		}, 2, false},
 		{"goose_down", 2, func(f *fixture) {
 			if _, err := f.appProvider().Down(ctx); err != nil {
 				f.t.Fatalf("goose Down under load: %v", err)
@@ -793,7 +819,11 @@ func TestUpgradeUnderLoad(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, db, dsn)
 			f.createSchema()
-			f.applied("goose UpTo")(f.appProvider().UpTo(ctx, tc.from))
+			if tc.name == "apply_up" {
+				f.applied("UpTo")(f.sfgenProvider().UpTo(ctx, tc.from))
+			} else {
+				f.applied("UpTo")(f.appProvider().UpTo(ctx, tc.from))
+			}
 			f.setNode(testDatacenter, testMachine)
 			f.exec("CREATE TABLE " + f.schema + ".t (id bigint PRIMARY KEY DEFAULT " + f.schema + ".snowflake_next_id(), n int)")
 			l := startLoad(t, f)
@@ -820,12 +850,155 @@ func TestUpgradeUnderLoad(t *testing.T) {
 					t.Logf("... and %d more", len(failed)-10)
 					break
 				}
-				if tc.mayFail {
-					t.Logf("failed insert: %v", err)
+				if tc.mayFail && lockTableGone(err) {
+					// Known: an insert whose snowflake_next_state() waits for
+					// the catch-up lock that the Down holds finds the lock's
+					// table dropped when the Down commits.
+					t.Logf("failed insert (known for Down): %v", err)
 				} else {
 					t.Errorf("failed insert: %v", err)
 				}
 			}
 		})
 	}
+}
+
+// release2Only are the objects release 2 has and release 1 has not.
+var release2Only = []string{
+	"function <schema>.snowflake_next_state()",
+	"function <schema>.snowflake_out_of_range(text,anyelement)",
+	"function <schema>.snowflake_release()",
+	"relation snowflake_state_lock",
+}
+
+// TestReleasesRunAgainOrOutOfOrder runs release 2's script on release 2,
+// release 1's script on release 2, Apply and the script on a schema that
+// says it is at release 3, and Apply on release 2 installed by the script.
+func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, dsn := upgradeDB(t)
+	fresh1 := newFixture(t, db, dsn)
+	fresh1.runScript("ScriptAt(1)", scriptAt1)
+	fresh1.setNode(testDatacenter, testMachine)
+	fresh2 := newFixture(t, db, dsn)
+	fresh2.runScript("Script", sqlgen.Script)
+	fresh2.setNode(testDatacenter, testMachine)
+	release1, release2 := fresh1.snapshot(), fresh2.snapshot()
+
+	// release2Schema installs release 2 with the plain script into a new
+	// schema, with the test's node and table.
+	release2Schema := func(t *testing.T) *fixture {
+		f := newFixture(t, db, dsn)
+		f.runScript("Script", sqlgen.Script)
+		f.setNode(testDatacenter, testMachine)
+		f.createTable()
+		return f
+	}
+
+	t.Run("script_twice_on_release_2", func(t *testing.T) {
+		t.Parallel()
+		f := release2Schema(t)
+		before, g := f.snapshot(), f.generator()
+		f.runScript("Script", sqlgen.Script)
+		if d := before.diff(f.snapshot()); d != "" {
+			t.Errorf("release 2's script run again changed the schema:%s", d)
+		}
+		if d := release2.diff(f.snapshot()); d != "" {
+			t.Errorf("release 2's script run twice differs from one run:%s", d)
+		}
+		f.checkKept("after release 2's script ran again", g)
+	})
+
+	// A known limitation: release 1's script is frozen and checks
+	// nothing, so on release 2 it puts release 1's bodies back over
+	// release 2's and leaves what only release 2 has, snowflake_release()
+	// (still saying 2) among them. The generator goes on working, on
+	// release 1's catch-up lock, and release 2's script puts release 2
+	// back.
+	t.Run("release_1_script_on_release_2", func(t *testing.T) {
+		t.Parallel()
+		f := release2Schema(t)
+		g := f.generator()
+		if err := f.script("ScriptAt(1)", scriptAt1); err != nil {
+			t.Fatalf("release 1's script on release 2 failed: %v; it used to run, as it checks nothing", err)
+		}
+		hybrid := f.snapshot()
+		t.Logf("release 1's script on release 2 leaves it saying release %d, with release 1's definitions of %v", f.release(), release2.differing(hybrid))
+		if r := f.release(); r != 2 {
+			t.Errorf("after release 1's script on release 2, snowflake_release() = %d; want 2, left behind", r)
+		}
+		want := snapshot{}
+		for k, v := range release1 {
+			want[k] = v
+		}
+		for _, k := range release2Only {
+			want[k] = release2[k]
+		}
+		if d := want.diff(hybrid); d != "" {
+			t.Errorf("release 1's script on release 2 should leave release 1 plus what only release 2 has; it differs:%s", d)
+		}
+		f.checkKept("after release 1's script on release 2", g)
+		g = f.generator()
+		f.runScript("Script", sqlgen.Script)
+		if d := release2.diff(f.snapshot()); d != "" {
+			t.Errorf("release 2's script after release 1's on release 2 does not give release 2:%s", d)
+		}
+		f.checkKept("after release 1's script on release 2 and release 2's again", g)
+	})
+
+	t.Run("newer_release", func(t *testing.T) {
+		t.Parallel()
+		f := newFixture(t, db, dsn)
+		if _, err := Apply(ctx, db, f.o); err != nil {
+			t.Fatal(err)
+		}
+		f.setNode(testDatacenter, testMachine)
+		f.createTable()
+		f.exec("CREATE OR REPLACE FUNCTION " + f.schema + ".snowflake_release() RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN 3")
+		versions := func() string {
+			var s sql.NullString
+			f.db.QueryRow("SELECT string_agg(version_id::text || ':' || is_applied::text, ',' ORDER BY id) FROM " + f.schema + "." + VersionTable).Scan(&s)
+			return s.String
+		}
+		before, g, v := f.snapshot(), f.generator(), versions()
+		_, err := Apply(ctx, db, f.o)
+		if !errors.Is(err, ErrNewerRelease) {
+			t.Errorf("Apply on a schema at release 3 = %v; want ErrNewerRelease", err)
+		}
+		if d := before.diff(f.snapshot()); d != "" {
+			t.Errorf("the refused Apply changed the schema:%s", d)
+		}
+		if got := versions(); got != v {
+			t.Errorf("the refused Apply changed %s: %s, was %s", VersionTable, got, v)
+		}
+		err = f.script("Script", sqlgen.Script)
+		var pe *pgconn.PgError
+		if !errors.As(err, &pe) || pe.Code != "SF103" {
+			t.Errorf("release 2's script on a schema at release 3 = %v; want SQLSTATE SF103", err)
+		}
+		if d := before.diff(f.snapshot()); d != "" {
+			t.Errorf("the refused script changed the schema:%s", d)
+		}
+		f.checkKept("after the refused Apply and script", g)
+	})
+
+	// A schema the plain script took to release 2 has no version table:
+	// Apply applies the whole release line to it, release 1's file first.
+	t.Run("apply_on_release_2_by_script", func(t *testing.T) {
+		t.Parallel()
+		f := release2Schema(t)
+		g := f.generator()
+		res, err := Apply(ctx, db, f.o)
+		if err != nil {
+			t.Fatalf("Apply on release 2 installed by the script: %v", err)
+		}
+		if len(res.Applied) > 0 && res.Applied[0] == sqlgen.MigrationName(1) {
+			t.Logf("KNOWN ISSUE: Apply on release 2 installed by the script applied %v: release 1's file put release 1's bodies over release 2 and committed, and release 2's then skipped the step from release 1 (snowflake_release() said 2)", res.Applied)
+		}
+		if d := release2.diff(f.snapshot()); d != "" {
+			t.Errorf("Apply on release 2 installed by the script does not give release 2:%s", d)
+		}
+		f.checkKept("after Apply on release 2 installed by the script", g)
+	})
 }
