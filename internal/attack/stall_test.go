@@ -151,6 +151,7 @@ SELECT (SELECT pg_catalog.count(pg_catalog.pg_advisory_lock(k1, k2)) FROM keys)
 // holds what it gets. Release 2 must refuse them all.
 func lockTable(t *testing.T, e *env, staller, schema string) string {
 	s := e.connect(staller)
+	relOID(t, s, schema, "snowflake_state_lock") // it must exist, or every mode is "refused"
 	rel := qualify(schema, "snowflake_state_lock")
 	ctx := context.Background()
 	var got, refused []string
