@@ -50,7 +50,10 @@ type squatSetup struct {
 
 // snapshot describes every object of the database's own schemas: kind,
 // name, owner, privileges, body and comment, and the sequences' values,
-// so that two snapshots differ when an install changed anything.
+// so that two snapshots differ when an install changed anything. Names
+// are spelt out with their schema, not cast to regprocedure, whose text
+// depends on the session's search_path (which install.Apply may have
+// changed on a connection of the pool).
 func (e *env) snapshot(t testing.TB) string {
 	t.Helper()
 	var s string
@@ -65,7 +68,8 @@ SELECT pg_catalog.string_agg(x, E'\n' ORDER BY x) FROM (
         c.relowner::regrole, c.relacl, pg_catalog.obj_description(c.oid, 'pg_class'))
     FROM pg_catalog.pg_class c JOIN n ON n.oid = c.relnamespace
   UNION ALL
-    SELECT pg_catalog.format('function %s owner %s acl %s definer %s config %s body %s comment %s', p.oid::regprocedure,
+    SELECT pg_catalog.format('function %s.%s(%s) owner %s acl %s definer %s config %s body %s comment %s',
+        n.nspname, p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid),
         p.proowner::regrole, p.proacl, p.prosecdef, p.proconfig, p.prosrc, pg_catalog.obj_description(p.oid, 'pg_proc'))
     FROM pg_catalog.pg_proc p JOIN n ON n.oid = p.pronamespace
   UNION ALL
@@ -82,10 +86,10 @@ SELECT pg_catalog.string_agg(x, E'\n' ORDER BY x) FROM (
 func (e *env) ownedBy(t testing.TB, schema, role string) []string {
 	t.Helper()
 	rows, err := e.db.QueryContext(context.Background(), `
-SELECT c.oid::regclass::text FROM pg_catalog.pg_class c
+SELECT pg_catalog.format('%s.%s', c.relnamespace::regnamespace, c.relname) FROM pg_catalog.pg_class c
 WHERE c.relnamespace = pg_catalog.to_regnamespace($1) AND c.relname LIKE 'snowflake%' AND c.relowner = $2::regrole
 UNION ALL
-SELECT p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+SELECT pg_catalog.format('%s.%s(%s)', p.pronamespace::regnamespace, p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid)) FROM pg_catalog.pg_proc p
 WHERE p.pronamespace = pg_catalog.to_regnamespace($1) AND p.proname LIKE 'snowflake%' AND p.proowner = $2::regrole
 ORDER BY 1`, sqlgen.QuoteIdentifier(schema), sqlgen.QuoteIdentifier(role))
 	if err != nil {
