@@ -173,14 +173,25 @@ COMMENT ON FUNCTION "public".snowflake_compose(bigint, integer, integer, integer
 CREATE OR REPLACE FUNCTION "public".snowflake_decompose(
     id bigint,
     OUT timestamp_ms bigint, OUT datacenter_id integer, OUT machine_id integer, OUT sequence_id integer)
-LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-BEGIN ATOMIC
-    SELECT CASE WHEN id OPERATOR(pg_catalog.<) 0 THEN "public".snowflake_out_of_range('id %s out of range [0, 9223372036854775807]', id)
-            ELSE (id OPERATOR(pg_catalog.>>) 22) OPERATOR(pg_catalog.+) 1288834974657 END,
-        ((id OPERATOR(pg_catalog.>>) 17) OPERATOR(pg_catalog.&) 31)::integer,
-        ((id OPERATOR(pg_catalog.>>) 12) OPERATOR(pg_catalog.&) 31)::integer,
-        (id OPERATOR(pg_catalog.&) 4095)::integer;
-END;
+LANGUAGE plpgsql IMMUTABLE STRICT PARALLEL SAFE
+AS $fn$
+-- PL/pgSQL: a function with OUT parameters is never inlined, and an SQL
+-- one runs the executor on every call, about three times the cost. Its
+-- body is parsed with the caller's search_path, so it names nothing that
+-- one could bend: operators bound to pg_catalog, pg_catalog's functions,
+-- none of sfgen's own (an overload in this schema would beat a call by
+-- name), and only keyword types.
+BEGIN
+    IF id OPERATOR(pg_catalog.<) 0 THEN
+        RAISE EXCEPTION USING ERRCODE = 'numeric_value_out_of_range',
+            MESSAGE = pg_catalog.format('id %s out of range [0, 9223372036854775807]', id);
+    END IF;
+    timestamp_ms := (id OPERATOR(pg_catalog.>>) 22) OPERATOR(pg_catalog.+) 1288834974657;
+    datacenter_id := ((id OPERATOR(pg_catalog.>>) 17) OPERATOR(pg_catalog.&) 31)::integer;
+    machine_id := ((id OPERATOR(pg_catalog.>>) 12) OPERATOR(pg_catalog.&) 31)::integer;
+    sequence_id := (id OPERATOR(pg_catalog.&) 4095)::integer;
+END
+$fn$;
 -- +goose StatementEnd
 
 COMMENT ON FUNCTION "public".snowflake_decompose(bigint) IS
