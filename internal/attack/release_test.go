@@ -4,48 +4,31 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 	"testing"
 	"testing/fstest"
 
 	"github.com/pressly/goose/v3"
 
 	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
-	"github.com/sfgen/sfgen/migrations"
 )
 
-// release2Ready says that release 2 is in the tree: sqlgen.Script and
-// install.Apply install it, and install.ErrForeignObject exists. Until
-// then the release 2 rows skip. To flip it, set it to true and set
-// errForeignObject below to install.ErrForeignObject: nothing else here
-// names release 2's Go API, so that this package builds before it exists.
+// release2Ready says that release 2 is ready to be judged: until it is
+// true, the release 2 rows skip. (sqlgen.ScriptAt and install.Apply
+// already install it.)
 const release2Ready = false
 
-// errForeignObject is install.ErrForeignObject, which release 2's
-// install.Apply wraps when it refuses to install over objects that sfgen
-// did not create. Set it when flipping release2Ready.
-var errForeignObject error
-
-// latest is the release that sqlgen.Script and install.Apply install.
-const latest = 2
-
 // releases are the releases every attack is replayed on.
-var releases = []int{1, latest}
-
-// release1File is the migration that froze release 1, kept in
-// migrations.FS after later releases.
-const release1File = "00001_sfgen_snowflake.sql"
+var releases = []int{1, sqlgen.Latest}
 
 // forEachRelease runs f in a subtest per release ("release1",
-// "release2"), skipping release 2 until it is in the tree.
+// "release2"), skipping release 2 until release2Ready.
 func forEachRelease(t *testing.T, f func(t *testing.T, release int)) {
 	t.Helper()
 	for _, r := range releases {
 		t.Run(fmt.Sprintf("release%d", r), func(t *testing.T) {
 			if r >= 2 && !release2Ready {
-				t.Skip("release 2 is not in the tree yet; flip release2Ready (and set errForeignObject) in release_test.go when it is")
+				t.Skip("release 2 is not judged yet; flip release2Ready in release_test.go when it is ready")
 			}
 			f(t, r)
 		})
@@ -69,59 +52,9 @@ func judge(t *testing.T, release int, succeeded bool, details string) {
 	}
 }
 
-// release1Script is release 1's plain install script for o: the Up
-// section of the frozen migration, for o's schema and node. (sqlgen.Script
-// renders the latest release, and so stops being release 1 when release
-// 2 lands; the frozen file does not.) Only the Twitter layout.
-func release1Script(o sqlgen.Options) (string, error) {
-	m, err := release1Migration(o)
-	if err != nil {
-		return "", err
-	}
-	up, _, ok := strings.Cut(m, "-- +goose Down")
-	if !ok {
-		return "", fmt.Errorf("%s: no Down section", release1File)
-	}
-	return up, nil
-}
-
-// release1Migration is the frozen migration, Up and Down, for o.
-func release1Migration(o sqlgen.Options) (string, error) {
-	if o.Layout != (snowflake.Layout{}) && o.Layout != snowflake.Twitter {
-		return "", fmt.Errorf("release 1 is frozen for the Twitter layout only")
-	}
-	schema := o.Schema
-	if schema == "" {
-		schema = sqlgen.DefaultSchema
-	}
-	if err := sqlgen.ValidateSchema(schema); err != nil {
-		return "", err
-	}
-	b, err := migrations.FS.ReadFile(release1File)
-	if err != nil {
-		return "", err
-	}
-	s := string(b)
-	const node = `PERFORM "public".snowflake_set_node(0, 0);`
-	const up = "-- +goose Up\n"
-	if strings.Count(s, node) != 1 || strings.Count(s, up) != 1 {
-		return "", fmt.Errorf("%s is not the release 1 this test knows (no single %q or %q)", release1File, node, up)
-	}
-	s = strings.Replace(s, node, fmt.Sprintf(`PERFORM "public".snowflake_set_node(%d, %d);`, o.Datacenter, o.Machine), 1)
-	if schema != sqlgen.DefaultSchema {
-		// As the template does for another schema.
-		s = strings.Replace(s, up, up+"\nCREATE SCHEMA IF NOT EXISTS "+sqlgen.QuoteIdentifier(schema)+";\n", 1)
-		s = strings.ReplaceAll(s, `"public"`, sqlgen.QuoteIdentifier(schema))
-	}
-	return s, nil
-}
-
 // releaseScript returns release's plain install script for o.
 func releaseScript(release int, o sqlgen.Options) (string, error) {
-	if release == 1 {
-		return release1Script(o)
-	}
-	b, err := sqlgen.Script(o) // the latest
+	b, err := sqlgen.ScriptAt(o, release)
 	return string(b), err
 }
 
@@ -138,17 +71,20 @@ func installScript(ctx context.Context, db *sql.DB, release int, o sqlgen.Option
 	return err
 }
 
-// installGoose installs with goose: release 1's frozen migration through
-// a goose Provider as release 1's install.Apply did (versions in
+// installGoose installs with goose: release 1's migration alone through a
+// goose Provider as release 1's install.Apply did (versions in
 // <schema>.sfgen_db_version), and the latest through install.Apply.
 func installGoose(ctx context.Context, db *sql.DB, release int, o sqlgen.Options) error {
 	if release != 1 {
 		_, err := install.Apply(ctx, db, o)
 		return err
 	}
-	m, err := release1Migration(o)
+	files, err := sqlgen.Migrations(o)
 	if err != nil {
 		return err
+	}
+	if files[0].Release != 1 {
+		return fmt.Errorf("sqlgen.Migrations starts with release %d, not 1", files[0].Release)
 	}
 	schema := o.Schema
 	if schema == "" {
@@ -166,7 +102,7 @@ func installGoose(ctx context.Context, db *sql.DB, release int, o sqlgen.Options
 		}
 	}
 	p, err := goose.NewProvider(goose.DialectPostgres, db,
-		fstest.MapFS{release1File: {Data: []byte(m), Mode: 0o444}},
+		fstest.MapFS{files[0].Name: {Data: files[0].SQL, Mode: 0o444}},
 		goose.WithTableName(schema+"."+install.VersionTable),
 		goose.WithDisableGlobalRegistry(true))
 	if err != nil {
