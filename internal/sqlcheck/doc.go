@@ -16,10 +16,11 @@
 // # What is read as code
 //
 // Check reads the SQL the way PostgreSQL's lexer does: -- and nested /* */
-// comments, '...' strings with '' escapes, E'...' strings with backslash
-// escapes, B'', X'', N'' and U&'' strings, "quoted identifiers" (which are
-// never keywords), numbers, $1 parameters, the :: cast, PL/pgSQL's := and
-// .., and operators cut as scan.l cuts them (a=-1 is = then -).
+// comments, '...' strings (a doubled quote escapes a quote), E'...' strings
+// with backslash escapes, B'...', X'...', N'...' and U&'...' strings,
+// "quoted identifiers" (which are never keywords), numbers, $1 parameters,
+// the :: cast, PL/pgSQL's := and .., and operators cut as scan.l cuts them
+// (a=-1 is = then -).
 // Dollar-quoted strings ($$...$$, $fn$...$fn$) are code, wherever they are
 // and however deeply nested, except the text of COMMENT ... IS and of a
 // typed literal. A '...' string is data, except when it is the body of

@@ -6,20 +6,20 @@ import "strings"
 type kind uint8
 
 const (
-	kIdent   kind = iota + 1 // unquoted identifier or keyword; val is lower case
-	kQIdent                  // "quoted identifier" (or U&"..."); val is unescaped
-	kString                  // '...', E'...', B'...', X'...', N'...', U&'...'
-	kDollar                  // $tag$...$tag$
-	kNumber                  // 42, 4.2, .5e-3
-	kParam                   // $1
-	kOp                      // a run of operator characters, as PostgreSQL's lexer cuts it
-	kPunct                   // one of , ; ( ) [ ] . :
-	kCast                    // ::
-	kAssign                  // :=
-	kArrow                   // => (named-argument notation)
-	kDotDot                  // .. (PL/pgSQL integer FOR loops)
-	kFormat                  // %s, %I, %L, %1$s... in a format() string (format mode only)
-	kBad                     // an unterminated string, quoted identifier or comment, or a stray byte
+	kIdent  kind = iota + 1 // unquoted identifier or keyword; val is lower case
+	kQIdent                 // "quoted identifier" (or U&"..."); val is unescaped
+	kString                 // '...', E'...', B'...', X'...', N'...', U&'...'
+	kDollar                 // $tag$...$tag$
+	kNumber                 // 42, 4.2, .5e-3
+	kParam                  // $1
+	kOp                     // a run of operator characters, as PostgreSQL's lexer cuts it
+	kPunct                  // one of , ; ( ) [ ] . :
+	kCast                   // ::
+	kAssign                 // :=
+	kArrow                  // => (named-argument notation)
+	kDotDot                 // .. (PL/pgSQL integer FOR loops)
+	kFormat                 // %s, %I, %L, %1$s... in a format() string (format mode only)
+	kBad                    // an unterminated string, quoted identifier or comment, or a stray byte
 )
 
 // A token is one lexical element of the text being checked. Offsets are
@@ -211,7 +211,7 @@ func skipBlockComment(src []byte, i int) (int, bool) {
 
 // lexString lexes a string constant whose opening quote is at q (start is
 // where its prefix begins). In an E'...' string a backslash escapes the
-// next byte; in every kind '' is a quote.
+// next byte; in every kind a doubled quote is a quote.
 func lexString(src []byte, start, q int, prefix string) token {
 	t := token{kind: kString, pos: start, cpos: q + 1, prefix: prefix}
 	backslash := prefix == "e"
