@@ -853,10 +853,11 @@ func TestUpgradeUnderLoad(t *testing.T) {
 					t.Logf("... and %d more", len(failed)-10)
 					break
 				}
-				if tc.mayFail && lockTableGone(err) {
-					// Known: an insert whose snowflake_next_state() waits for
-					// the catch-up lock that the Down holds finds the lock's
-					// table dropped when the Down commits.
+				if tc.mayFail && (lockTableGone(err) || knownDroppedNextState(err) != "") {
+					// Known, reported: an insert whose snowflake_next_state()
+					// waits for the catch-up lock that the Down holds finds
+					// the lock's table dropped when the Down commits (or the
+					// function itself, under a plan made before).
 					t.Logf("failed insert (known for Down): %v", err)
 				} else {
 					t.Errorf("failed insert: %v", err)
@@ -1004,4 +1005,102 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		}
 		f.checkKept("after Apply on release 2 installed by the script", g)
 	})
+}
+
+// TestStatementAcrossUpgrade runs one statement that began before a
+// change of release and ends after it: a bulk INSERT into a partitioned
+// table, one row every 15 ms, each routed to a partition of its own. Its
+// plan was made at the old release, and opening each partition makes the
+// backend take in the catalog changes that the new release committed
+// meanwhile, so the calls it planned then must still work with the
+// functions the new release left under their oids.
+func TestStatementAcrossUpgrade(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, dsn := upgradeDB(t)
+	const rows = 30
+	for _, tc := range []struct {
+		name   string
+		from   int64
+		column string // what the statement inserts, by the old release's functions
+		change func(f *fixture)
+		known  func(err error) string // a failure already reported, or ""
+	}{
+		{"up_next_id", 1, "id", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, knownStaleLanguage},
+		{"up_timestamp", 1, "ts", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, knownStaleLanguage},
+		{"down_next_id", 2, "id", func(f *fixture) {
+			if _, err := f.appProvider().Down(ctx); err != nil {
+				f.t.Fatalf("goose Down: %v", err)
+			}
+		}, knownDroppedNextState},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFixture(t, db, dsn)
+			f.createSchema()
+			f.applied("UpTo")(f.appProvider().UpTo(ctx, tc.from))
+			f.exec("CREATE TABLE " + f.schema + ".p (id bigint DEFAULT " + f.schema + ".snowflake_next_id(), n int, ts timestamptz) PARTITION BY RANGE (n)")
+			for i := range rows {
+				f.exec(fmt.Sprintf("CREATE TABLE %s.p_%d PARTITION OF %s.p FOR VALUES FROM (%d) TO (%d)", f.schema, i, f.schema, i, i+1))
+			}
+			insert := "INSERT INTO " + f.schema + ".p (n) SELECT g FROM generate_series(0, $1 - 1) g, LATERAL (SELECT pg_sleep(0.015 + 0 * g)) z"
+			if tc.column == "ts" {
+				insert = "INSERT INTO " + f.schema + ".p (id, n, ts) SELECT g, g, " + f.schema + ".snowflake_timestamp(4194439168 + g) FROM generate_series(0, $1 - 1) g, LATERAL (SELECT pg_sleep(0.015 + 0 * g)) z"
+			}
+			c, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(ctx)
+			done := make(chan error, 1)
+			go func() { _, err := c.Exec(ctx, insert, rows); done <- err }()
+			time.Sleep(150 * time.Millisecond)
+			tc.change(f)
+			select {
+			case err := <-done:
+				t.Fatalf("the statement ended (%v) before the change of release committed; it proves nothing", err)
+			default:
+			}
+			err = <-done
+			if known := tc.known(err); known != "" {
+				if tc.from == 1 {
+					t.Skipf("KNOWN BUG, reported: %s: %v", known, err)
+				}
+				t.Logf("known, reported: %s: %v", known, err)
+				return
+			}
+			if err != nil {
+				t.Fatalf("a statement running across the change of release failed: %v", err)
+			}
+			var n, distinct int64
+			f.db.QueryRow("SELECT count(*), count(DISTINCT id) FROM "+f.schema+".p").Scan(&n, &distinct)
+			if n != rows || distinct != rows {
+				t.Errorf("the statement inserted %d rows with %d distinct ids; want %d", n, distinct, rows)
+			}
+		})
+	}
+}
+
+// knownStaleLanguage recognises a statement planned at release 1 failing
+// once release 2 has replaced a function it calls, planned as LANGUAGE
+// plpgsql, with one in LANGUAGE sql: the plan still calls it through
+// PL/pgSQL's handler, which compiles release 2's SQL-standard body (its
+// prosrc is empty) as PL/pgSQL.
+func knownStaleLanguage(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "42601" && pe.Message == "syntax error at end of input" {
+		return "release 2 replaces release 1's PL/pgSQL functions with LANGUAGE sql ones under the same oids"
+	}
+	return ""
+}
+
+// knownDroppedNextState recognises a statement planned at release 2
+// failing once release 1's Down has dropped snowflake_next_state(), which
+// the plan calls by oid.
+func knownDroppedNextState(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "XX000" && strings.HasPrefix(pe.Message, "cache lookup failed for function") {
+		return "the Down drops snowflake_next_state(), which a plan made at release 2 calls"
+	}
+	return ""
 }
