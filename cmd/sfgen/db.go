@@ -4,13 +4,9 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"net/url"
 	"os"
-	"strings"
 
-	"github.com/jackc/pgx/v5/pgconn"
-	_ "github.com/jackc/pgx/v5/stdlib" // registers the "pgx" database/sql driver
-
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -28,8 +24,8 @@ func dsnOrEnv(flagValue string) string {
 
 // requireDB opens the database named by --dsn or $DATABASE_URL for a
 // command that needs one. When it cannot, it has printed one line and
-// returns the exit status with ok false: 2 when no database is named, 1
-// when it cannot be reached.
+// returns the exit status with ok false: 2 when no database is named or
+// the connection string cannot be parsed, 1 when it cannot be reached.
 func (c *cli) requireDB(ctx context.Context, dsnFlag string) (db *sql.DB, dsn string, code int, ok bool) {
 	dsn = dsnOrEnv(dsnFlag)
 	if dsn == "" {
@@ -37,64 +33,31 @@ func (c *cli) requireDB(ctx context.Context, dsnFlag string) (db *sql.DB, dsn st
 	}
 	db, err := openDB(ctx, dsn)
 	if err != nil {
-		return nil, "", c.fail("connect: %s", err), false
+		return nil, "", c.connectError(err), false
 	}
 	return db, dsn, exitOK, true
 }
 
-// openDB opens and pings a database/sql handle over pgx. Its errors never
-// contain the password.
+// connectError prints err, from opening a connection, and returns the exit
+// status: 2 for a connection string that cannot be parsed, else 1.
+func (c *cli) connectError(err error) int {
+	if errors.Is(err, connect.ErrBadDSN) {
+		return c.usageError("%v", err)
+	}
+	return c.fail("connect: %v", err)
+}
+
+// openDB opens and pings a database/sql handle over pgx, with
+// search_path pinned and a connect timeout (see package connect). Its
+// errors never contain the password, nor, when dsn cannot be parsed, any
+// of dsn.
 func openDB(ctx context.Context, dsn string) (*sql.DB, error) {
-	if _, err := pgconn.ParseConfig(dsn); err != nil {
-		return nil, errors.New(redactErr(err, dsn))
-	}
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		return nil, errors.New(redactErr(err, dsn))
-	}
-	if err := db.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, errors.New(redactErr(err, dsn))
-	}
-	return db, nil
+	return connect.OpenDB(ctx, dsn)
 }
 
-// redactErr returns err's text on one line, with repeated lines (pgx
-// reports each connection attempt) said once and dsn's password, if any,
-// removed.
-func redactErr(err error, dsn string) string {
-	var lines []string
-	seen := map[string]bool{}
-	for _, l := range strings.Split(err.Error(), "\n") {
-		l = strings.TrimSpace(l)
-		if l != "" && !seen[l] {
-			seen[l] = true
-			lines = append(lines, l)
-		}
-	}
-	msg := strings.Join(lines, " ")
-	for _, secret := range passwords(dsn) {
-		msg = strings.ReplaceAll(msg, secret, "xxxxx")
-	}
-	return msg
-}
-
-// passwords finds the password in a URL or key=value connection string.
-func passwords(dsn string) []string {
-	var out []string
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if p, ok := u.User.Password(); ok && p != "" {
-			out = append(out, p, url.QueryEscape(p), url.PathEscape(p))
-		}
-		if p := u.Query().Get("password"); p != "" {
-			out = append(out, p)
-		}
-	}
-	if cfg, err := pgconn.ParseConfig(dsn); err == nil && cfg.Password != "" {
-		out = append(out, cfg.Password)
-	}
-	return out
-}
+// redactErr returns err's text on one line, each line once, without dsn's
+// password (see connect.Redact).
+func redactErr(err error, dsn string) string { return connect.Redact(err, dsn) }
 
 // sqlFlags are the flags that choose what SQL to render: schema and node.
 type sqlFlags struct {

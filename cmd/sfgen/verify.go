@@ -11,8 +11,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -91,7 +90,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		dsn = cluster.DSN()
 		db, err := openDB(ctx, dsn)
 		if err != nil {
-			return c.fail("connect: %s", err)
+			return c.connectError(err)
 		}
 		res, err := install.Apply(ctx, db, sqlgen.Options{Layout: o.Layout, Schema: o.Schema})
 		db.Close()
@@ -101,12 +100,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintf(stderr, "sfgen verify: installed %v into schema %s with goose\n", res.Applied, res.Schema)
 	}
 
-	pool, err := pgxpool.New(ctx, dsn)
-	if err == nil {
-		err = pool.Ping(ctx)
-	}
+	pool, err := connect.OpenPool(ctx, dsn)
 	if err != nil {
-		return c.fail("connect: %s", redactErr(err, dsn))
+		return c.connectError(err)
 	}
 	defer pool.Close()
 	var server string
