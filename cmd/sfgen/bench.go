@@ -3,13 +3,13 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sfgen/sfgen/internal/bench"
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -93,6 +93,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	cfg.DSN = dsn
 	res, err := bench.Run(ctx, cfg)
+	if errors.Is(err, connect.ErrBadDSN) {
+		return c.usageError("%v", err)
+	}
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
 	}
@@ -111,22 +114,26 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 }
 
 // installForBench installs sfgen's script into a throwaway cluster, with
-// pg_walinspect so that the report can split out the sequences' WAL.
+// pg_walinspect (in the same schema: search_path is pinned to pg_catalog,
+// where CREATE EXTENSION would otherwise put it) so that the report can
+// split out the sequences' WAL.
 func installForBench(ctx context.Context, dsn, schema string) error {
 	script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
 	if err != nil {
 		return err
 	}
-	conn, err := pgx.Connect(ctx, dsn)
+	conn, err := connect.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
 	if _, err := conn.Exec(ctx, string(script)); err != nil {
-		return err
+		return errors.New(redactErr(err, dsn))
 	}
-	_, err = conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect")
-	return err
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+sqlgen.QuoteIdentifier(schema)); err != nil {
+		return fmt.Errorf("create pg_walinspect: %s", redactErr(err, dsn))
+	}
+	return nil
 }
 
 // parseRange parses text as an integer in [lo, hi], with an error that

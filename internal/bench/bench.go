@@ -29,6 +29,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -148,16 +149,20 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		progress = io.Discard
 	}
 
-	pcfg, err := pgxpool.ParseConfig(cfg.DSN)
+	// search_path is pinned to pg_catalog, pg_temp (see package connect),
+	// so the built-ins below resolve nowhere else whether qualified or not
+	// (operators and types included); pg_walinspect's functions are
+	// qualified with its schema.
+	pcfg, err := connect.PoolConfig(cfg.DSN)
 	if err != nil {
 		return nil, err
 	}
 	pcfg.MaxConns = int32(cfg.Clients + 1)
 	pcfg.MinConns = 0
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = cfg.SynchronousCommit
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := connect.NewPool(ctx, pcfg, cfg.DSN)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
 
@@ -169,7 +174,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Bigserial:         Variant{Name: "bigserial", SeqWALPerID: -1},
 		Snowflake:         Variant{Name: "snowflake_next_id", SeqWALPerID: -1},
 	}
-	err = pool.QueryRow(ctx, `SELECT current_setting('server_version'), n.datacenter_id, n.machine_id
+	err = pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version'), n.datacenter_id, n.machine_id
 		FROM `+schema+`.snowflake_node() n`).Scan(&res.ServerVersion, &res.Node[0], &res.Node[1])
 	if err != nil {
 		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first): %w", cfg.Schema, err)
@@ -189,17 +194,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}()
 	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[0]+` (
 			id bigserial PRIMARY KEY,
-			at timestamptz NOT NULL DEFAULT clock_timestamp(),
+			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 			client integer NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("create scratch table: %w", err)
 	}
 	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[1]+` (
 			id bigint PRIMARY KEY DEFAULT `+schema+`.snowflake_next_id(),
-			at timestamptz NOT NULL DEFAULT clock_timestamp(),
+			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 			client integer NOT NULL)`); err != nil {
 		return nil, fmt.Errorf("create scratch table: %w", err)
 	}
-	walinspect := hasWalinspect(ctx, pool)
+	walinspect := walinspectSchema(ctx, pool)
 
 	conns := make([]*pgxpool.Conn, cfg.Clients)
 	for i := range conns {
@@ -246,7 +251,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 				return nil, err
 			}
 			var wal int64
-			if err := pool.QueryRow(ctx, "SELECT pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint", start, end).Scan(&wal); err != nil {
+			if err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint", start, end).Scan(&wal); err != nil {
 				return nil, err
 			}
 			vr := variants[v]
@@ -258,8 +263,8 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			fmt.Fprintf(progress, "round %d/%d %-17s %9.0f tps  %6.1f B WAL/row\n", r+1, cfg.Rounds, vr.Name, float64(n)/el, float64(wal)/float64(n))
 		}
 	}
-	if walinspect {
-		if err := sequenceWALs(ctx, pool, variants, spans); err != nil {
+	if walinspect != "" {
+		if err := sequenceWALs(ctx, pool, walinspect, variants, spans); err != nil {
 			fmt.Fprintf(progress, "pg_walinspect failed, no sequence WAL figures: %v\n", err)
 		}
 	}
@@ -274,9 +279,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 
 	fmt.Fprintf(progress, "measuring the lag\n")
 	err = pool.QueryRow(ctx, `
-		SELECT count(*), percentile_cont(0.5) WITHIN GROUP (ORDER BY lag),
-		       percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), max(lag), min(lag)
-		FROM (SELECT extract(epoch FROM at - `+schema+`.snowflake_timestamp(id))::float8 * 1000 AS lag
+		SELECT pg_catalog.count(*), pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY lag),
+		       pg_catalog.percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), pg_catalog.max(lag), pg_catalog.min(lag)
+		FROM (SELECT pg_catalog.extract('epoch', at - `+schema+`.snowflake_timestamp(id))::float8 * 1000 AS lag
 		      FROM `+tables[1]+`) x`).Scan(&res.Lag.Rows, &res.Lag.P50, &res.Lag.P99, &res.Lag.Max, &res.Lag.Min)
 	if err != nil {
 		return nil, fmt.Errorf("measure lag: %w", err)
@@ -321,24 +326,28 @@ func insertFor(ctx context.Context, conns []*pgxpool.Conn, insert string, d time
 
 func walLSN(ctx context.Context, pool *pgxpool.Pool) (string, error) {
 	var lsn string
-	err := pool.QueryRow(ctx, "SELECT pg_current_wal_insert_lsn()::text").Scan(&lsn)
+	err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text").Scan(&lsn)
 	return lsn, err
 }
 
-// hasWalinspect tells whether the pg_walinspect extension is installed in
-// the database (the bench never creates it: that needs rights it does not
-// otherwise use).
-func hasWalinspect(ctx context.Context, pool *pgxpool.Pool) bool {
-	var ok bool
-	if err := pool.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'pg_walinspect')").Scan(&ok); err == nil && ok {
-		return true
+// walinspectSchema returns the quoted schema of the pg_walinspect
+// extension, or "" when it is not installed in the database (the bench
+// never creates it: that needs rights it does not otherwise use).
+func walinspectSchema(ctx context.Context, pool *pgxpool.Pool) string {
+	var schema string
+	err := pool.QueryRow(ctx, `SELECT pg_catalog.quote_ident(n.nspname)
+		FROM pg_catalog.pg_extension e JOIN pg_catalog.pg_namespace n ON n.oid = e.extnamespace
+		WHERE e.extname = 'pg_walinspect'`).Scan(&schema)
+	if err != nil {
+		return ""
 	}
-	return false
+	return schema
 }
 
 // sequenceWALs sets each variant's SeqWALPerID from the bytes of WAL
-// records of the Sequence resource manager (nextval, setval) in its rounds.
-func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, variants [2]*Variant, spans [2][][2]string) error {
+// records of the Sequence resource manager (nextval, setval) in its rounds,
+// read with pg_walinspect from its (quoted) schema walinspect.
+func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, variants [2]*Variant, spans [2][][2]string) error {
 	// pg_walinspect reads only flushed WAL; with synchronous_commit=off the
 	// WAL writer flushes within wal_writer_delay. Wait for it.
 	last := spans[0][len(spans[0])-1][1]
@@ -347,7 +356,7 @@ func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, variants [2]*Variant,
 	}
 	for i := 0; ; i++ {
 		var flushed bool
-		if err := pool.QueryRow(ctx, "SELECT pg_current_wal_flush_lsn() >= $1::pg_lsn", last).Scan(&flushed); err != nil {
+		if err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_flush_lsn() >= $1::pg_lsn", last).Scan(&flushed); err != nil {
 			return err
 		}
 		if flushed {
@@ -362,7 +371,7 @@ func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, variants [2]*Variant,
 		var total int64
 		for _, sp := range spans[v] {
 			var n *int64
-			err := pool.QueryRow(ctx, `SELECT sum(combined_size)::bigint FROM pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, false)
+			err := pool.QueryRow(ctx, `SELECT pg_catalog.sum(combined_size)::bigint FROM `+walinspect+`.pg_get_wal_stats($1::pg_lsn, $2::pg_lsn, false)
 				WHERE "resource_manager/record_type" = 'Sequence'`, sp[0], sp[1]).Scan(&n)
 			if err != nil {
 				return err
