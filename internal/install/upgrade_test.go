@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"os"
 	"regexp"
 	"sort"
 	"strings"
@@ -74,7 +75,7 @@ type fixture struct {
 
 func newFixture(t *testing.T, db *sql.DB, dsn string) *fixture {
 	t.Helper()
-	schema := fmt.Sprintf("sfgen_upgrade_%d", schemaSeq.Add(1))
+	schema := fmt.Sprintf("sfgen_upgrade_%d_%d", os.Getpid(), schemaSeq.Add(1))
 	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE") })
 	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Schema: schema}, schema: schema}
 }
@@ -147,11 +148,14 @@ func (f *fixture) appProvider() *goose.Provider {
 	return f.app
 }
 
-// sfgenProvider is the provider Apply uses, recording in
-// <schema>.sfgen_db_version.
+// sfgenProvider is goose as `sfgen install` runs it, recording in
+// <schema>.sfgen_db_version: the table an older sfgen left, spelled out
+// here rather than taken from VersionTable, since that table is what a
+// newer sfgen must find.
 func (f *fixture) sfgenProvider() *goose.Provider {
 	f.t.Helper()
-	p, err := newProvider(f.db, f.fs(), f.schema)
+	p, err := goose.NewProvider(goose.DialectPostgres, f.db, f.fs(),
+		goose.WithTableName(f.schema+".sfgen_db_version"), goose.WithDisableGlobalRegistry(true))
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -697,6 +701,7 @@ type load struct {
 	errs     [8][]error
 	inserted atomic.Int64
 	stop     chan struct{}
+	stopped  sync.Once
 	wg       sync.WaitGroup
 }
 
@@ -746,10 +751,15 @@ func startLoad(t *testing.T, f *fixture) *load {
 			}
 		}()
 	}
+	t.Cleanup(l.finish) // before the connections close, should the test stop early
 	return l
 }
 
-func (l *load) finish() { close(l.stop); l.wg.Wait() }
+// finish stops the clients and waits for them.
+func (l *load) finish() {
+	l.stopped.Do(func() { close(l.stop) })
+	l.wg.Wait()
+}
 
 // check fails t on an ID made twice, one out of order on its connection
 // or with another node, or rows in t that the clients did not get, and
