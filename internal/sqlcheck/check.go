@@ -529,7 +529,7 @@ func (c *checker) create() {
 			switch {
 			case c.cur().is("as"):
 				c.i++
-				c.typeName(false)
+				c.typeName()
 			case c.cur().is("owned") && c.at(c.i+1).is("by"):
 				c.i += 2
 				c.i, _ = c.chain(c.i)
@@ -571,7 +571,7 @@ func (c *checker) create() {
 			}
 		case c.cur().is("as"):
 			c.i++
-			c.typeName(false)
+			c.typeName()
 		case c.cur().punct("("):
 			c.defList()
 		}
@@ -611,7 +611,7 @@ func (c *checker) tableElements() {
 		if (t.kind == kIdent || t.kind == kQIdent) && !(t.kind == kIdent && (t.is("constraint") || t.is("primary") ||
 			t.is("unique") || t.is("check") || t.is("foreign") || t.is("exclude") || t.is("like"))) {
 			c.i++
-			c.typeName(false)
+			c.typeName()
 		}
 		c.exprUntil(stopAt(","))
 		if c.cur().punct(",") {
@@ -674,7 +674,7 @@ func (c *checker) createFunction() {
 				c.i++
 				c.argList()
 			default:
-				c.typeName(false)
+				c.typeName()
 			}
 		case t.is("language"):
 			c.i++
@@ -715,7 +715,7 @@ func (c *checker) createFunction() {
 			c.i++
 			for c.cur().is("for") && c.at(c.i+1).is("type") {
 				c.i += 2
-				c.typeName(false)
+				c.typeName()
 				if c.cur().punct(",") {
 					c.i++
 				}
@@ -1023,7 +1023,7 @@ func (c *checker) argList() {
 		if r := c.parseType(c.i); !c.argEnd(r.end, end) {
 			c.i++ // a name
 		}
-		c.typeName(false)
+		c.typeName()
 		if c.cur().is("default") || c.cur().punct("=") {
 			c.i++
 			c.exprUntil(stopAt(","))
@@ -1153,7 +1153,7 @@ func (c *checker) parseType(i int) typeRef {
 }
 
 // typeName checks the type name at c.i and moves past it.
-func (c *checker) typeName(_ bool) {
+func (c *checker) typeName() {
 	start := c.i
 	if c.cur().is("setof") {
 		start++

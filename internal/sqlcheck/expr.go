@@ -27,7 +27,7 @@ func (c *checker) token() {
 		c.operator()
 	case kCast:
 		c.i++
-		c.typeName(false)
+		c.typeName()
 	case kIdent, kQIdent:
 		c.name()
 	case kDollar:
@@ -77,7 +77,7 @@ var operandKeywords = map[string]bool{
 var exprIntro = map[string]bool{
 	"return": true, "perform": true, "raise": true, "exit": true, "continue": true, "assert": true,
 	"elsif": true, "elseif": true, "while": true, "foreach": true, "loop": true, "query": true,
-	"next": true, "if": true, "execute": true, "by": true, "zone": true, "escape": true,
+	"next": true, "if": true, "execute": true, "by": true, "escape": true,
 	"constant": true, "reverse": true, "returns": true, "minvalue": true, "maxvalue": true,
 	"start": true, "restart": true, "cache": true, "increment": true, "cost": true, "at": true,
 	"call": true, "slice": true, "strict": true,
@@ -187,7 +187,7 @@ func (c *checker) keyword() bool {
 	case "as":
 		if f.kind == fCast {
 			c.i++
-			c.typeName(false)
+			c.typeName()
 			return true
 		}
 		f.expectRel = false
@@ -420,7 +420,7 @@ func (c *checker) sqlStandardArgs(j int) bool {
 			}
 			continue
 		}
-		if t.is("from") || t.is("for") || t.is("placing") || t.is("similar") {
+		if t.is("from") && !c.at(k-1).is("distinct") || t.is("for") || t.is("placing") || t.is("similar") {
 			return true
 		}
 	}

@@ -187,7 +187,7 @@ func (c *checker) declare() {
 		case c.cur().is("constant"):
 			c.i++
 		}
-		c.typeName(false)
+		c.typeName()
 		if c.cur().is("collate") {
 			c.i++
 			c.collation()
