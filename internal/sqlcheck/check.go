@@ -16,6 +16,7 @@ const (
 	RuleType      Rule = "type"      // a type name that is neither a keyword type nor qualified
 	RuleCollation Rule = "collation" // a COLLATE without an allowed schema
 	RuleRelation  Rule = "relation"  // a table, sequence or view name without an allowed schema
+	RuleString    Rule = "string"    // a string read as a name (regclass '...') without an allowed schema
 )
 
 // A Finding is one place where a name could resolve through the caller's
@@ -434,10 +435,26 @@ func (c *checker) sqlStatement() {
 		c.relation()
 		c.top().from = true // for USING
 		c.rest()
+	case t.is("lock"):
+		c.i++
+		if c.cur().is("table") {
+			c.i++
+		}
+		for {
+			if c.cur().is("only") {
+				c.i++
+			}
+			c.relation()
+			if !c.cur().punct(",") {
+				break
+			}
+			c.i++
+		}
+		c.skipStatement()
 	case t.is("set") || t.is("reset") || t.is("show") || t.is("begin") || t.is("start") ||
 		t.is("commit") || t.is("rollback") || t.is("end") || t.is("savepoint") || t.is("release") ||
 		t.is("abort") || t.is("listen") || t.is("unlisten") || t.is("notify") || t.is("discard") ||
-		t.is("copy") || t.is("lock") || t.is("vacuum") || t.is("analyze") || t.is("analyse") ||
+		t.is("copy") || t.is("vacuum") || t.is("analyze") || t.is("analyse") ||
 		t.is("checkpoint") || t.is("load") || t.is("deallocate") || t.is("security") || t.is("reassign") ||
 		t.is("refresh") || t.is("reindex") || t.is("cluster") || t.is("import") || t.is("truncate"):
 		// No expressions in these, or none this package understands.

@@ -153,7 +153,7 @@ func TestTypes(t *testing.T) {
 			[]string{"type double", "type json", "type date", "type timestamptz", "type int8"}},
 		{"CAST", "SELECT CAST(a AS text), CAST(a AS integer), CAST(CAST(a AS pg_catalog.text) AS int4);", []string{"type text", "type int4"}},
 		{"typed literals", "SELECT timestamptz '2020-01-01', regclass 'x', DATE '2020-01-01', text 'a', \"int4\" '1', evil.t 'x';",
-			[]string{"type timestamptz", "type regclass", "type DATE", "type text", `type "int4"`, "type evil.t"}},
+			[]string{"type timestamptz", "type regclass", "string 'x'", "type DATE", "type text", `type "int4"`, "type evil.t"}},
 		{"keyword and qualified typed literals", "SELECT INTERVAL '1 ms', TIMESTAMP WITH TIME ZONE '2020-01-01', pg_catalog.date '2020-01-01', a AT TIME ZONE 'UTC', a LIKE b ESCAPE '!';",
 			[]string{"syntax LIKE"}},
 		{"RETURNS", `CREATE FUNCTION "public".f() RETURNS void LANGUAGE sql AS 'SELECT'; CREATE FUNCTION "public".g() RETURNS SETOF text LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION "public".h() RETURNS record LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION "public".i() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';`,
@@ -164,7 +164,7 @@ func TestTypes(t *testing.T) {
 			[]string{"type text", "operator +", "type timestamptz", "type timestamptz"}},
 		{"signatures", `COMMENT ON FUNCTION "public".f(bigint, timestamptz, double precision) IS 'x'; DROP FUNCTION "public".g(text);`,
 			[]string{"type timestamptz", "type text"}},
-		{"DECLARE", "DO $$ DECLARE a text; b pg_catalog.text; c CONSTANT pg_catalog.regclass := 'x'; d bigint NOT NULL := 1; e t.c%TYPE; f \"public\".t.c%TYPE; BEGIN END $$;",
+		{"DECLARE", "DO $$ DECLARE a text; b pg_catalog.text; c CONSTANT pg_catalog.regclass := '\"public\".s'; d bigint NOT NULL := 1; e t.c%TYPE; f \"public\".t.c%TYPE; BEGIN END $$;",
 			[]string{"type text", "type t.c%TYPE"}},
 		{"sequence", `CREATE SEQUENCE "public".s AS bigint START WITH -1; CREATE SEQUENCE "public".t AS int8;`, []string{"type int8"}},
 		{"column types", `CREATE TABLE "public".t (a text, b pg_catalog.text COLLATE pg_catalog."C", c integer DEFAULT 1);`, []string{"type text"}},
@@ -177,11 +177,31 @@ func TestRelations(t *testing.T) {
 		{"FROM and JOIN", "SELECT 1 FROM pg_class c JOIN pg_namespace n ON true, pg_catalog.pg_proc p LEFT JOIN evil.x ON true;",
 			[]string{"relation pg_class", "relation pg_namespace", "relation evil.x"}},
 		{"CTE", "WITH q AS (SELECT 1) SELECT * FROM q;", nil},
+		{"subquery aliases", "SELECT 1 FROM (SELECT 1 FROM pg_catalog.pg_class UNION ALL SELECT 2) o, (SELECT 3) AS p JOIN (SELECT 4) q ON true;", nil},
+		{"FROM item after a subquery", "SELECT 1 FROM (SELECT 1) o, pg_class;", []string{"relation pg_class"}},
 		{"DML targets", "INSERT INTO t VALUES (1); UPDATE ONLY u SET a = 1; DELETE FROM v USING w;",
 			[]string{"relation t", "relation u", "relation v", "relation w"}},
 		{"FROM in function arguments", "SELECT EXTRACT(epoch FROM t), pg_catalog.substring(a FROM 1), TRIM(LEADING FROM a);", nil},
 		{"DDL", `CREATE SEQUENCE s; COMMENT ON SEQUENCE "public".s IS 'x'; GRANT USAGE ON SEQUENCE s TO PUBLIC; GRANT SELECT ON t TO PUBLIC; DROP SEQUENCE IF EXISTS "public".s;`,
 			[]string{"relation s", "relation s", "relation t"}},
+	})
+}
+
+func TestStrings(t *testing.T) {
+	runCases(t, []checkCase{
+		{"regclass casts", `SELECT 'seq'::pg_catalog.regclass, '"public".seq'::pg_catalog.regclass, 'pg_catalog.pg_class'::pg_catalog.regclass, E'ids.seq'::regclass, CAST('t' AS pg_catalog.regclass);`,
+			[]string{"string 'seq'", "type regclass", "string 't'"}},
+		{"other reg types", `SELECT 'f'::pg_catalog.regproc, 'text'::pg_catalog.regtype, 'integer'::pg_catalog.regtype, '='::pg_catalog.regoper, 'pg_catalog.=(integer, integer)'::pg_catalog.regoperator, '"C"'::pg_catalog.regcollation, 'x'::pg_catalog.regrole, 'x'::pg_catalog.regnamespace;`,
+			[]string{"string 'f'", "string 'text'", "string '='", `string '"C"'`}},
+		{"regprocedure arguments", `SELECT '"public".f(pg_catalog.text, integer)'::pg_catalog.regprocedure, '"public".f(text)'::pg_catalog.regprocedure, 'f()'::pg_catalog.regprocedure;`,
+			[]string{"string '\"public\".f(text)'", "string 'f()'"}},
+		{"to_reg functions", `SELECT pg_catalog.to_regprocedure('"public".f()'), pg_catalog.to_regprocedure('f()'), pg_catalog.to_regclass('t'), pg_catalog.to_regtype('pg_catalog.int4');`,
+			[]string{"string 'f()'", "string 't'"}},
+		{"sequence functions", `SELECT pg_catalog.nextval('"public".s'), pg_catalog.nextval('s'), pg_catalog.setval('s', 1);`,
+			[]string{"string 's'", "string 's'"}},
+		{"typed literal", `SELECT pg_catalog.regclass 's', pg_catalog.regclass '"public".s';`, []string{"string 's'"}},
+		{"PL/pgSQL declaration", `DO $$ DECLARE a pg_catalog.regclass := 's'; b CONSTANT pg_catalog.regclass := '"public".s'; BEGIN END $$;`, []string{"string 's'"}},
+		{"other strings are data", `SELECT 'seq', pg_catalog.format('s'), 'x'::pg_catalog.text;`, nil},
 	})
 }
 

@@ -85,9 +85,21 @@
 //   - collation: COLLATE name needs a schema (pg_catalog."C").
 //
 //   - relation: the tables, sequences and views that FROM and JOIN items,
-//     INSERT INTO, UPDATE, DELETE FROM, REFERENCES, and DDL (CREATE, COMMENT
-//     ON, GRANT ... ON, DROP, ALTER) name must be qualified; names a WITH
-//     defines are fine.
+//     INSERT INTO, UPDATE, DELETE FROM, LOCK, REFERENCES, and DDL (CREATE,
+//     COMMENT ON, GRANT ... ON, DROP, ALTER) name must be qualified; names
+//     a WITH defines are fine.
+//
+//   - string: a string constant that PostgreSQL reads as a name resolves
+//     it through search_path too, at run time: the input of regclass,
+//     regproc, regprocedure, regoper, regoperator, regtype, regconfig,
+//     regdictionary and regcollation ('seq'::pg_catalog.regclass, CAST(...
+//     AS ...), regclass 'seq', a PL/pgSQL variable of such a type
+//     initialized with a constant), and the first argument of to_regclass(),
+//     to_regproc(), to_regprocedure(), to_regoper(), to_regoperator(),
+//     to_regtype(), to_regcollation(), nextval(), currval(), setval() and
+//     pg_sequence_last_value(). The name must be qualified, and so must the
+//     argument types of a regprocedure or regoperator:
+//     '"public".f(pg_catalog.text)'.
 //
 // A name qualified with a schema that is neither pg_catalog nor in
 // Options.OwnSchemas is reported under its rule too.
@@ -96,10 +108,12 @@
 //
 // Check is not a parser: it reads tokens with enough context for the
 // constructs above, and is tuned to find no false positives in the SQL
-// sfgen generates. It does not know the types of expressions, so it cannot
-// see the implicit lookups of a string passed where a regclass is expected
-// (nextval('seq')), nor a name inside a string that a function resolves at
-// run time. DDL other than the statements named above (CREATE OPERATOR,
-// CAST, INDEX operator classes, ...) is not checked, and dollar-quoted data
-// is read as code.
+// sfgen generates. It does not know the types of expressions, so it sees
+// a name in a string only where the string itself meets the reg* type or
+// function above, not when it gets there through a column, a variable
+// assigned later or an array (to_regprocedure(k.signature) FROM
+// unnest(ARRAY['f()'])), nor through a function not listed above that
+// takes a regclass. DDL other than the statements named above (CREATE
+// OPERATOR, CAST, INDEX operator classes, MERGE, ...) is not checked, and
+// dollar-quoted data is read as code.
 package sqlcheck

@@ -12,6 +12,7 @@ func (c *checker) token() {
 	case kPunct:
 		switch t.val {
 		case "(":
+			c.top().expectRel = false // FROM (subquery) alias
 			c.push(fParen, "")
 		case "[":
 			c.push(fBracket, "")
@@ -132,6 +133,9 @@ func (c *checker) name() {
 		r := c.parseType(i)
 		if !r.ok {
 			c.report(i, j, RuleType, r.reason+" (a typed literal looks its type up like a cast)")
+		}
+		if reg := c.regType(i); reg != "" {
+			c.stringName(j, reg)
 		}
 		c.i = j + 1
 		f.expectRel = false
@@ -379,7 +383,11 @@ func (c *checker) call(i, j int, parts []token) {
 				c.report(i, i+1, RuleFunction, w+"(a, b, ...) with commas calls a function looked up through search_path (only the "+
 					map[string]string{"substring": "FROM/FOR", "overlay": "PLACING/FROM/FOR"}[w]+" form is mapped to pg_catalog); write pg_catalog."+w+"(...)")
 			}
-			c.push(fCall, w)
+			if fromArgs[w] {
+				c.push(fCall, w)
+			} else {
+				c.push(fParen, "") // EXISTS (SELECT ... FROM t), VALUES (...)
+			}
 			return
 		case kwTypeFunc:
 			if c.operandEnd(i - 1) {
@@ -404,6 +412,10 @@ func (c *checker) call(i, j int, parts []token) {
 	}
 	c.push(fCall, parts[len(parts)-1].val)
 }
+
+// fromArgs are the keyword constructs whose arguments can hold a FROM
+// (or POSITION's IN) that is not a clause.
+var fromArgs = map[string]bool{"extract": true, "substring": true, "overlay": true, "trim": true, "position": true, "normalize": true}
 
 // sqlStandardArgs reports whether the parentheses that open at j hold
 // FROM, FOR or PLACING at their own level.
@@ -510,6 +522,18 @@ func (c *checker) dollar() {
 func (c *checker) stringTok() {
 	i := c.i
 	c.i++
+	switch prev, next := c.at(i-1), c.at(i+1); {
+	case next.kind == kCast:
+		if reg := c.regType(i + 2); reg != "" {
+			c.stringName(i, reg)
+		}
+	case prev.punct("(") && c.at(i-2).is("cast") && next.is("as"):
+		if reg := c.regType(i + 2); reg != "" {
+			c.stringName(i, reg)
+		}
+	case prev.punct("(") && (next.punct(",") || next.punct(")")) && c.at(i-2).kind == kIdent && regArgs[c.at(i-2).val] != "":
+		c.stringName(i, regArgs[c.at(i-2).val])
+	}
 	if c.at(i-1).is("execute") && (c.at(i+1).punct(";") || c.at(i+1).is("using") || c.at(i+1).is("into") || c.at(i+1).is("loop") || i+1 >= len(c.toks)) {
 		c.nested(i, langSQL, c.format)
 		return

@@ -187,6 +187,7 @@ func (c *checker) declare() {
 		case c.cur().is("constant"):
 			c.i++
 		}
+		typeAt := c.i
 		c.typeName()
 		if c.cur().is("collate") {
 			c.i++
@@ -197,6 +198,9 @@ func (c *checker) declare() {
 		}
 		if c.cur().is("default") || c.cur().kind == kAssign || c.cur().punct("=") {
 			c.i++
+			if reg := c.regType(typeAt); reg != "" && c.cur().kind == kString && c.at(c.i+1).punct(";") {
+				c.stringName(c.i, reg) // x regclass := 'name';
+			}
 		}
 		c.rest()
 		if c.i == before {

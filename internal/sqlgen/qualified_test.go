@@ -1,0 +1,50 @@
+package sqlgen_test
+
+import (
+	"os"
+	"testing"
+
+	"github.com/sfgen/sfgen/internal/sqlcheck"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// TestRenderedSQLIsQualified checks that the SQL sfgen renders names every
+// operator, function, type, collation and relation with pg_catalog or its
+// own schema, and avoids the syntax that looks operators up by name, so
+// that a caller's search_path cannot redirect any of it (see
+// internal/sqlcheck).
+func TestRenderedSQLIsQualified(t *testing.T) {
+	if os.Getenv("SFGEN_SQLCHECK_STRICT") == "" {
+		t.Skip("release 1 SQL; enable when templates are qualified")
+	}
+	for _, tc := range []struct {
+		name string
+		opts sqlgen.Options
+	}{
+		{"default", sqlgen.Options{}},
+		{"ids_3_7", sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}},
+	} {
+		schema := tc.opts.Schema
+		if schema == "" {
+			schema = sqlgen.DefaultSchema
+		}
+		for _, r := range []struct {
+			kind   string
+			render func(sqlgen.Options) ([]byte, error)
+		}{{"Script", sqlgen.Script}, {"Migration", sqlgen.Migration}} {
+			t.Run(tc.name+"/"+r.kind, func(t *testing.T) {
+				sql, err := r.render(tc.opts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fs := sqlcheck.Check(sql, sqlcheck.Options{OwnSchemas: []string{sqlgen.QuoteIdentifier(schema)}})
+				for _, f := range fs {
+					t.Errorf("%s", f)
+				}
+				if len(fs) > 0 {
+					t.Logf("%s(%+v): %d names could resolve through the caller's search_path", r.kind, tc.opts, len(fs))
+				}
+			})
+		}
+	}
+}
