@@ -21,7 +21,7 @@ var regArgs = map[string]string{
 	"to_regclass": "regclass", "to_regproc": "regproc", "to_regprocedure": "regprocedure",
 	"to_regoper": "regoper", "to_regoperator": "regoperator", "to_regtype": "regtype",
 	"to_regcollation": "regcollation",
-	"nextval": "regclass", "currval": "regclass", "setval": "regclass", "pg_sequence_last_value": "regclass",
+	"nextval":         "regclass", "currval": "regclass", "setval": "regclass", "pg_sequence_last_value": "regclass",
 }
 
 // regType returns the reg* type that the type name at i is, or "".
