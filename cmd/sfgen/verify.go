@@ -172,9 +172,13 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 	if r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) {
 		if r.Release < r.LatestRelease {
 			fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d and lacks release %d's fixes (CHANGELOG.md); upgrade it the way it was installed:\n", r.Schema, r.Release, r.LatestRelease)
-			fmt.Fprintf(w, "  sfgen install --dsn URL --schema %s                  # installed with sfgen install\n", r.Schema)
-			fmt.Fprintf(w, "  sfgen migration --dir DIR && goose -dir DIR ... up   # installed from your migrations directory\n")
-			fmt.Fprintf(w, "  sfgen sql --schema %s | psql -v ON_ERROR_STOP=1 -f - # installed with the plain script\n", r.Schema)
+			for _, route := range [][2]string{
+				{"sfgen install --dsn URL --schema " + r.Schema, "installed with sfgen install"},
+				{"sfgen migration --dir DIR, then goose up", "installed from your goose migrations directory"},
+				{"sfgen sql --schema " + r.Schema + " | psql -v ON_ERROR_STOP=1 -f -", "installed with the plain script"},
+			} {
+				fmt.Fprintf(w, "  %-56s # %s\n", route[0], route[1])
+			}
 		} else {
 			fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d, newer than this sfgen (release %d); verify it with a newer sfgen\n", r.Schema, r.Release, r.LatestRelease)
 		}

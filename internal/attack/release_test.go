@@ -16,7 +16,7 @@ import (
 // release2Ready says that release 2 is ready to be judged: until it is
 // true, the release 2 rows skip. (sqlgen.ScriptAt and install.Apply
 // already install it.)
-const release2Ready = false
+const release2Ready = true
 
 // releases are the releases every attack is replayed on.
 var releases = []int{1, sqlgen.Latest}

@@ -124,9 +124,11 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
-	if err := pinSearchPath(ctx, conn); err != nil {
+	restore, err := pinSearchPath(ctx, conn)
+	if err != nil {
 		return nil, err
 	}
+	defer restore()
 	if err := advisoryLock(ctx, conn, applyLockID, LockWait); err != nil {
 		return nil, err
 	}
@@ -234,34 +236,56 @@ func newProvider(db *sql.DB, fsys fs.FS, schema string) (*goose.Provider, error)
 	// admits only names that need no quotes.
 	return goose.NewProvider(goose.DialectPostgres, db, fsys,
 		goose.WithTableName(schema+"."+VersionTable),
-		goose.WithSessionLocker(pinnedLocker{gooseLockID}),
+		goose.WithSessionLocker(newPinnedLocker(gooseLockID)),
 		goose.WithDisableGlobalRegistry(true),
 	)
 }
 
 // pinnedLocker is goose's session locker with every call bound to
 // pg_catalog. goose runs the migrations on the session it locks, so it
-// also pins that session's search_path: goose's own queries name
-// pg_tables, now() and its version table unqualified.
-type pinnedLocker struct{ id int64 }
+// also pins that session's search_path while it holds the lock (goose's
+// own queries name pg_tables, now() and its version table unqualified),
+// and gives the session its search_path back when it unlocks.
+type pinnedLocker struct {
+	id      int64
+	restore *func()
+}
+
+func newPinnedLocker(id int64) pinnedLocker { return pinnedLocker{id: id, restore: new(func())} }
 
 func (l pinnedLocker) SessionLock(ctx context.Context, conn *sql.Conn) error {
-	if err := pinSearchPath(ctx, conn); err != nil {
+	restore, err := pinSearchPath(ctx, conn)
+	if err != nil {
 		return err
 	}
-	return advisoryLock(ctx, conn, l.id, LockWait)
+	if err := advisoryLock(ctx, conn, l.id, LockWait); err != nil {
+		restore()
+		return err
+	}
+	*l.restore = restore
+	return nil
 }
 
 func (l pinnedLocker) SessionUnlock(ctx context.Context, conn *sql.Conn) error {
 	_, err := conn.ExecContext(ctx, "SELECT pg_catalog.pg_advisory_unlock($1)", l.id)
+	if *l.restore != nil {
+		(*l.restore)()
+		*l.restore = nil
+	}
 	return err
 }
 
-func pinSearchPath(ctx context.Context, conn *sql.Conn) error {
-	if _, err := conn.ExecContext(ctx, "SELECT pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)"); err != nil {
-		return fmt.Errorf("pin search_path: %w", err)
+// pinSearchPath sets conn's search_path to pg_catalog, pg_temp for the
+// session and returns a function that sets it back, so that a session
+// returned to the caller's pool is as it was.
+func pinSearchPath(ctx context.Context, conn *sql.Conn) (restore func(), err error) {
+	var saved string
+	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.current_setting('search_path'), pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', false)").Scan(&saved, new(string)); err != nil {
+		return nil, fmt.Errorf("pin search_path: %w", err)
 	}
-	return nil
+	return func() {
+		conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.set_config('search_path', $1, false)", saved)
+	}, nil
 }
 
 // advisoryLock takes a session-level advisory lock, trying every 50 ms

@@ -478,3 +478,34 @@ func TestApplyWaitsForAnotherInstall(t *testing.T) {
 		t.Errorf("Apply past LockWait = %v; want ErrLocked naming pid %d", err, pid)
 	}
 }
+
+// TestApplyLeavesSessionsAsTheyWere checks that the sessions Apply and
+// goose pin to pg_catalog go back to the caller's pool with the
+// search_path they had.
+func TestApplyLeavesSessionsAsTheyWere(t *testing.T) {
+	db, schema := database(t)
+	db.SetMaxOpenConns(2)
+	db.SetMaxIdleConns(2)
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	// Both pooled sessions (Apply's own and goose's) in turn.
+	conns := make([]*sql.Conn, 2)
+	for i := range conns {
+		c, err := db.Conn(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns[i] = c
+		var path string
+		if err := c.QueryRowContext(context.Background(), "SHOW search_path").Scan(&path); err != nil {
+			t.Fatal(err)
+		}
+		if path != `"$user", public` {
+			t.Errorf("pooled session %d after Apply has search_path %q; want the default", i, path)
+		}
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+}

@@ -157,6 +157,12 @@ const (
 	// an upgrade of a generator in use, IDs may trail the clock by up to
 	// Handover instead of LagLimit.
 	Handover = 50 * time.Millisecond
+	// CatchUpLockWait bounds how long a call that finds the state far
+	// behind the clock waits for the catch-up lock before it uses the
+	// state as it is (unique, but dated late): a catch-up holds the lock
+	// for microseconds, so only a lock queue another role keeps blocked
+	// makes it wait that long.
+	CatchUpLockWait = 50 * time.Millisecond
 	// LockWait bounds how long an upgrade from release 1 waits for release
 	// 1's catch-up lock before it gives up, naming the session holding it.
 	LockWait = 5 * time.Second
@@ -221,6 +227,7 @@ type templateData struct {
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
 	HandoverMs, LockWaitSeconds        int64
+	LockWaitMs                         int64 // CatchUpLockWait
 }
 
 func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
@@ -289,6 +296,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 
 		KnownFunctions: knownFunctions,
 		HandoverMs:     Handover.Milliseconds(), LockWaitSeconds: int64(LockWait / time.Second),
+		LockWaitMs: CatchUpLockWait.Milliseconds(),
 	}
 	seen := map[string]bool{}
 	for _, f := range knownFunctions {

@@ -24,7 +24,7 @@ const outOfRange = "22003"
 // that are each expected to fail. %[1]s is the quoted schema.
 const helpers = `
 CREATE OR REPLACE FUNCTION pg_temp.sfgen_try_compose(ts bigint, dc integer, m integer, seq integer,
-    OUT id bigint, OUT state text, OUT message text)
+    OUT id bigint, OUT state pg_catalog.text, OUT message pg_catalog.text)
 LANGUAGE plpgsql AS $fn$
 BEGIN
     id := %[1]s.snowflake_compose(ts, dc, m, seq);
@@ -36,8 +36,8 @@ $fn$;
 
 CREATE OR REPLACE FUNCTION pg_temp.sfgen_try_id(id bigint,
     OUT timestamp_ms bigint, OUT datacenter_id integer, OUT machine_id integer, OUT sequence_id integer,
-    OUT decompose_state text, OUT decompose_message text,
-    OUT ts timestamptz, OUT timestamp_state text, OUT timestamp_message text)
+    OUT decompose_state pg_catalog.text, OUT decompose_message pg_catalog.text,
+    OUT ts pg_catalog.timestamptz, OUT timestamp_state pg_catalog.text, OUT timestamp_message pg_catalog.text)
 LANGUAGE plpgsql AS $fn$
 BEGIN
     BEGIN
@@ -96,7 +96,7 @@ FROM (
            `+c.schema+`.snowflake_compose(u.ts, u.dc, u.m, u.seq) AS id,
            `+c.schema+`.snowflake_decompose(u.id) AS d,
            `+c.schema+`.snowflake_timestamp(u.id) AS t
-    FROM unnest($1::int8[], $2::int4[], $3::int4[], $4::int4[], $5::int8[]) WITH ORDINALITY AS u(ts, dc, m, seq, id, i)
+    FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::integer[]), pg_catalog.unnest($3::integer[]), pg_catalog.unnest($4::integer[]), pg_catalog.unnest($5::bigint[])) WITH ORDINALITY AS u(ts, dc, m, seq, id, i)
     OFFSET 0
 ) AS s
 ORDER BY s.i`, ts, dc, m, seq, ids)
@@ -131,7 +131,7 @@ func (c *checker) checkValidOneByOne(ctx context.Context, conn *pgxpool.Conn, in
 	ts, dc, m, seq := columns(inputs)
 	rows, _ := conn.Query(ctx, `
 SELECT c.id, c.state, c.message, t.*
-FROM unnest($1::int8[], $2::int4[], $3::int4[], $4::int4[], $5::int8[]) WITH ORDINALITY AS u(ts, dc, m, seq, id, i)
+FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::integer[]), pg_catalog.unnest($3::integer[]), pg_catalog.unnest($4::integer[]), pg_catalog.unnest($5::bigint[])) WITH ORDINALITY AS u(ts, dc, m, seq, id, i)
 CROSS JOIN LATERAL pg_temp.sfgen_try_compose(u.ts, u.dc, u.m, u.seq) AS c
 CROSS JOIN LATERAL pg_temp.sfgen_try_id(u.id) AS t
 ORDER BY u.i`, ts, dc, m, seq, ids)
@@ -163,7 +163,7 @@ func (c *checker) checkRejected(ctx context.Context, conn *pgxpool.Conn, inputs 
 	ts, dc, m, seq := columns(inputs)
 	rows, _ := conn.Query(ctx, `
 SELECT c.id, c.state, c.message
-FROM unnest($1::int8[], $2::int4[], $3::int4[], $4::int4[]) WITH ORDINALITY AS u(ts, dc, m, seq, i)
+FROM ROWS FROM (pg_catalog.unnest($1::bigint[]), pg_catalog.unnest($2::integer[]), pg_catalog.unnest($3::integer[]), pg_catalog.unnest($4::integer[])) WITH ORDINALITY AS u(ts, dc, m, seq, i)
 CROSS JOIN LATERAL pg_temp.sfgen_try_compose(u.ts, u.dc, u.m, u.seq) AS c
 ORDER BY u.i`, ts, dc, m, seq)
 	i := 0
@@ -191,7 +191,7 @@ func (c *checker) checkNegative(ctx context.Context, conn *pgxpool.Conn, ids []i
 	}
 	rows, _ := conn.Query(ctx, `
 SELECT t.*
-FROM unnest($1::int8[]) WITH ORDINALITY AS u(id, i)
+FROM ROWS FROM (pg_catalog.unnest($1::bigint[])) WITH ORDINALITY AS u(id, i)
 CROSS JOIN LATERAL pg_temp.sfgen_try_id(u.id) AS t
 ORDER BY u.i`, ids)
 	i := 0

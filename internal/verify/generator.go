@@ -59,7 +59,7 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	if err := pool.QueryRow(ctx, "SELECT datacenter_id, machine_id FROM "+schema+".snowflake_node()").Scan(&rep.Datacenter, &rep.Machine); err != nil {
 		return nil, fmt.Errorf("read the node: %w", err)
 	}
-	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint"
+	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint"
 	var start, end int64
 	var guard *int64
 	if err := pool.QueryRow(ctx, nowMS+", pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($1))",
