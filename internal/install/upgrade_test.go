@@ -1019,20 +1019,21 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 
 // TestStatementAcrossUpgrade runs one statement that began before a
 // change of release and ends after it: a bulk INSERT into a partitioned
-// table, one row every 15 ms, each routed to a partition of its own. Its
-// plan was made at the old release, and opening each partition makes the
-// backend take in the catalog changes that the new release committed
-// meanwhile, so the calls it planned then must still work with the
-// functions the new release left under their oids.
+// table, each row routed to a partition of its own, which the test holds
+// up at its 10th row until the change has committed. Its plan was made at
+// the old release, and opening each partition after that makes the
+// backend take in the catalog changes the new release made, so the calls
+// it planned must still work with the functions the new release left
+// under their oids.
 func TestStatementAcrossUpgrade(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
-	const rows = 30
+	const rows, holdAt = 30, 10
 	for _, tc := range []struct {
 		name   string
 		from   int64
-		column string // what the statement inserts, by the old release's functions
+		column string // what the statement makes with the old release's functions
 		change func(f *fixture)
 		known  func(err error) string // a failure already reported, or ""
 	}{
@@ -1053,23 +1054,50 @@ func TestStatementAcrossUpgrade(t *testing.T) {
 			for i := range rows {
 				f.exec(fmt.Sprintf("CREATE TABLE %s.p_%d PARTITION OF %s.p FOR VALUES FROM (%d) TO (%d)", f.schema, i, f.schema, i, i+1))
 			}
-			insert := "INSERT INTO " + f.schema + ".p (n) SELECT g FROM generate_series(0, $1 - 1) g, LATERAL (SELECT pg_sleep(0.015 + 0 * g)) z"
-			if tc.column == "ts" {
-				insert = "INSERT INTO " + f.schema + ".p (id, n, ts) SELECT g, g, " + f.schema + ".snowflake_timestamp(4194439168 + g) FROM generate_series(0, $1 - 1) g, LATERAL (SELECT pg_sleep(0.015 + 0 * g)) z"
+			// The hold: an advisory lock of the test's, keyed by the
+			// schema's oid, that the statement waits for at row holdAt.
+			key := f.queryInt("SELECT to_regnamespace($1)::oid::bigint", f.schema)
+			hold, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
 			}
+			defer hold.Close(ctx)
+			if _, err := hold.Exec(ctx, "SELECT pg_advisory_lock(1936156417, $1::bigint::integer)", key); err != nil {
+				t.Fatal(err)
+			}
+			columns, values := "n", "g"
+			if tc.column == "ts" {
+				columns, values = "id, n, ts", "g, g, "+f.schema+".snowflake_timestamp(4194439168 + g)"
+			}
+			insert := "INSERT INTO " + f.schema + ".p (" + columns + ") SELECT " + values + ` FROM generate_series(0, $1 - 1) g,
+				LATERAL (SELECT pg_sleep(0.005 + 0 * g), CASE WHEN g >= $2 THEN pg_advisory_xact_lock_shared(1936156417, $3::bigint::integer) END) z`
 			c, err := pgx.Connect(ctx, dsn)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer c.Close(ctx)
+			var pid int64
+			if err := c.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
 			done := make(chan error, 1)
-			go func() { _, err := c.Exec(ctx, insert, rows); done <- err }()
-			time.Sleep(150 * time.Millisecond)
+			go func() { _, err := c.Exec(ctx, insert, rows, holdAt, key); done <- err }()
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if f.queryInt("SELECT count(*) FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock' AND wait_event = 'advisory'", pid) == 1 {
+					break
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("the statement ended (%v) before it reached the hold", err)
+				default:
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the statement did not reach the hold in 10 s")
+				}
+			}
 			tc.change(f)
-			select {
-			case err := <-done:
-				t.Fatalf("the statement ended (%v) before the change of release committed; it proves nothing", err)
-			default:
+			if _, err := hold.Exec(ctx, "SELECT pg_advisory_unlock(1936156417, $1::bigint::integer)", key); err != nil {
+				t.Fatal(err)
 			}
 			err = <-done
 			if known := tc.known(err); known != "" {
@@ -1083,7 +1111,9 @@ func TestStatementAcrossUpgrade(t *testing.T) {
 				t.Fatalf("a statement running across the change of release failed: %v", err)
 			}
 			var n, distinct int64
-			f.db.QueryRow("SELECT count(*), count(DISTINCT id) FROM "+f.schema+".p").Scan(&n, &distinct)
+			if err := f.db.QueryRow("SELECT count(*), count(DISTINCT id) FROM "+f.schema+".p").Scan(&n, &distinct); err != nil {
+				t.Fatal(err)
+			}
 			if n != rows || distinct != rows {
 				t.Errorf("the statement inserted %d rows with %d distinct ids; want %d", n, distinct, rows)
 			}
