@@ -4,8 +4,9 @@ package install
 // on a real PostgreSQL: every route that puts a schema at release 1 and
 // every route up from there, keeping the node, the generator's state, the
 // rows and the column defaults; the same catalog whichever route was
-// taken; goose's Down back to release 1; an upgrade while clients insert;
-// and what the releases do when run again or out of order.
+// taken; goose's Down back to release 1; a change of release while
+// clients insert, and under a statement that runs across it; and what the
+// releases do when run again or out of order.
 
 import (
 	"context"
@@ -30,6 +31,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/migrations"
 )
 
 // The node every test sets after its first install. The options keep
@@ -423,6 +425,34 @@ func TestUpgradeKeepsGenerator(t *testing.T) {
 			})
 		}
 	}
+	// The committed migrations.FS itself, as an application applies it to
+	// the public schema with its own goose: in a database of its own.
+	t.Run("migrations_fs_in_public", func(t *testing.T) {
+		t.Parallel()
+		if os.Getenv("DATABASE_URL") != "" {
+			t.Skip("needs a database of its own for the public schema; $DATABASE_URL is shared")
+		}
+		ctx := context.Background()
+		db, dsn := upgradeDB(t)
+		f := &fixture{t: t, db: db, dsn: dsn, schema: "public"}
+		p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.applied("UpTo(1) over migrations.FS")(p.UpTo(ctx, 1))
+		f.setNode(testDatacenter, testMachine)
+		f.addLeftovers()
+		f.createTable()
+		before := f.generator()
+		if got := f.applied("Up over migrations.FS")(p.Up(ctx)); fmt.Sprint(got) != "["+sqlgen.MigrationName(2)+"]" {
+			t.Errorf("goose Up over migrations.FS applied %v; want [%s]", got, sqlgen.MigrationName(2))
+		}
+		if r := f.release(); r != 2 {
+			t.Fatalf("after goose Up over migrations.FS, release %d; want 2", r)
+		}
+		f.checkKept("release 1 then 2 by goose over migrations.FS", before)
+		f.checkNoLeftovers("release 1 then 2 by goose over migrations.FS")
+	})
 }
 
 // A snapshot is the catalog entries of a schema's functions and
