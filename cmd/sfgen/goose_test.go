@@ -38,6 +38,20 @@ func gooseCLI(t *testing.T) string {
 	return filepath.Join(bin, "goose")
 }
 
+// gooseIn returns a function that runs the goose command on dir against
+// dsn, with its version table named table, and fails the test on error.
+func gooseIn(t *testing.T, goose, dir, table, dsn string) func(args ...string) string {
+	return func(args ...string) string {
+		t.Helper()
+		cmd := exec.Command(goose, append([]string{"-dir", dir, "-table", table, "postgres", dsn}, args...)...)
+		b, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("goose %v: %v\n%s", args, err, b)
+		}
+		return string(b)
+	}
+}
+
 // TestGooseCommandRunsMigration writes a migration with `sfgen migration`
 // into an application's directory and runs it with the real goose
 // command: up, down, up.
@@ -63,15 +77,7 @@ func TestGooseCommandRunsMigration(t *testing.T) {
 		t.Fatalf("sfgen migration wrote %q, want %s", out, want)
 	}
 
-	runGoose := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(goose, append([]string{"-dir", dir, "-table", schema + ".goose_db_version", "postgres", dsn}, args...)...)
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("goose %v: %v\n%s", args, err, b)
-		}
-		return string(b)
-	}
+	runGoose := gooseIn(t, goose, dir, schema+".goose_db_version", dsn)
 	functions := func() int {
 		var n int
 		conn.QueryRow(ctx, `SELECT count(*) FROM pg_proc WHERE pronamespace = $1::regnamespace AND proname LIKE 'snowflake\_%'`, schema).Scan(&n)
@@ -124,15 +130,7 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(dir, "00001_sfgen_snowflake.sql"), files[0].SQL, 0o644) // as release 1's sfgen wrote it
 	os.WriteFile(filepath.Join(dir, "00002_users.sql"), []byte("-- +goose Up\nCREATE TABLE "+schema+".users (id bigint PRIMARY KEY DEFAULT "+schema+".snowflake_next_id(), n int);\n-- +goose Down\nDROP TABLE "+schema+".users;\n"), 0o644)
-	runGoose := func(args ...string) string {
-		t.Helper()
-		cmd := exec.Command(goose, append([]string{"-dir", dir, "-table", schema + ".goose_db_version", "postgres", dsn}, args...)...)
-		b, err := cmd.CombinedOutput()
-		if err != nil {
-			t.Fatalf("goose %v: %v\n%s", args, err, b)
-		}
-		return string(b)
-	}
+	runGoose := gooseIn(t, goose, dir, schema+".goose_db_version", dsn)
 	release := func() int {
 		t.Helper()
 		r, err := verify.InstalledRelease(ctx, conn, schema)
