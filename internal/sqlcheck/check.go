@@ -90,14 +90,8 @@ func Check(sql []byte, opts Options) []Finding {
 
 	sort.SliceStable(sh.found, func(i, j int) bool { return sh.found[i].Offset < sh.found[j].Offset })
 	var out []Finding
-	seen := make(map[[2]string]bool)
 	line, col, at := 1, 1, 0
 	for _, f := range sh.found {
-		k := [2]string{itoa(f.Offset), string(f.Rule) + f.Text}
-		if seen[k] {
-			continue
-		}
-		seen[k] = true
 		for ; at < f.Offset && at < len(sql); at++ {
 			if sql[at] == '\n' {
 				line, col = line+1, 1
@@ -702,9 +696,6 @@ func (c *checker) createFunction() {
 				language = l.val
 			}
 			c.i++
-		case t.is("set"):
-			c.i++
-			c.setClause()
 		case t.is("as"):
 			c.i++
 			for c.cur().kind == kString || c.cur().kind == kDollar {
@@ -769,35 +760,6 @@ func (c *checker) atomic() {
 	}
 	c.frames = saved
 	c.i++
-}
-
-// setClause moves past "name {= | TO} value, ..." or "name FROM CURRENT"
-// after a SET: its = is syntax and its values are constants.
-func (c *checker) setClause() {
-	c.i, _ = c.chain(c.i)
-	if c.cur().is("from") && c.at(c.i+1).is("current") {
-		c.i += 2
-		return
-	}
-	if c.cur().punct("=") || c.cur().is("to") {
-		c.i++
-	}
-	for {
-		switch v := c.cur(); {
-		case v.kind == kIdent || v.kind == kQIdent:
-			c.i, _ = c.chain(c.i)
-		case v.kind == kString || v.kind == kNumber:
-			c.i++
-		case v.punct("-") && c.at(c.i+1).kind == kNumber:
-			c.i += 2
-		default:
-			return
-		}
-		if !c.cur().punct(",") {
-			return
-		}
-		c.i++
-	}
 }
 
 func (c *checker) doStmt() {

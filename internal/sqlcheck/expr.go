@@ -476,9 +476,6 @@ func (c *checker) operator() {
 	switch {
 	case t.val == "*" && (unary || prev.punct(".")):
 		return // SELECT *, t.*, count(*)
-	case t.val == "%" && (next.is("type") || next.is("rowtype")) && (prev.kind == kIdent || prev.kind == kQIdent):
-		c.i++
-		return // PL/pgSQL's x%TYPE
 	case t.val == "-" && unary && c.constantFollows(i+1):
 		// The grammar folds - before a numeric constant into the constant.
 		return
@@ -506,14 +503,11 @@ func (c *checker) constantFollows(k int) bool {
 	return !(c.at(k).kind == kCast || c.at(k).punct("[") || c.at(k).punct("."))
 }
 
-// dollar handles a dollar-quoted string: code to check, unless it is a
-// COMMENT's text.
+// dollar handles a dollar-quoted string: code to check. (COMMENT's text
+// never gets here: comment skips it.)
 func (c *checker) dollar() {
 	i := c.i
 	c.i++
-	if c.at(i - 1).is("is") {
-		return
-	}
 	c.nested(i, langSQL, c.format || c.formatArg(i))
 }
 
