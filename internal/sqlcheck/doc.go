@@ -104,6 +104,15 @@
 // A name qualified with a schema that is neither pg_catalog nor in
 // Options.OwnSchemas is reported under its rule too.
 //
+// Not reported, because they look nothing up by name (each checked
+// against PostgreSQL 15 with a hostile schema first on search_path):
+// OVERLAPS, which the grammar turns into pg_catalog.overlaps(); GREATEST,
+// LEAST, DISTINCT, GROUP BY, ORDER BY and UNION, which use the type's
+// default btree operator class; AT TIME ZONE, POSITION, TRIM, EXTRACT and
+// the FROM/FOR/PLACING forms of SUBSTRING and OVERLAY, which the grammar
+// maps to pg_catalog functions; OPERATOR(pg_catalog.=) ANY (...); and
+// PL/pgSQL's x = 1 assignment.
+//
 // # Limits
 //
 // Check is not a parser: it reads tokens with enough context for the

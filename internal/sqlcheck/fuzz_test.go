@@ -43,6 +43,9 @@ func (g *gen) both(s string) {
 }
 
 func (g *gen) plant(bad, good string, r Rule) {
+	if g.quoted {
+		bad, good = strings.ReplaceAll(bad, "'", "''"), strings.ReplaceAll(good, "'", "''")
+	}
 	g.want = append(g.want, planted{g.bad.Len(), r})
 	g.bad.WriteString(bad)
 	g.good.WriteString(good)
@@ -50,7 +53,7 @@ func (g *gen) plant(bad, good string, r Rule) {
 
 var (
 	genOps   = []string{"<", ">", "=", "<=", ">=", "<>", "+", "-", "*", "/", "%", "||", "<<", ">>", "&", "|", "#", "~", "@>", "!~"}
-	genFuncs = []string{"lower", "now", "nextval", "pg_advisory_lock", "format", "substring", "left", "count", `"upper"`}
+	genFuncs = []string{"lower", "now", "random", "pg_advisory_lock", "format", "substring", "left", "count", `"upper"`}
 	genTypes = []string{"text", "timestamptz", "regclass", "bool", "int8", "oid", "void", `"char"`}
 	genKeyT  = []string{"bigint", "integer", "boolean", "double precision", "numeric(10, 2)", "bit(64)", "timestamp with time zone", "character varying"}
 	genTerms = []string{"a", "b.c", "42", "(-1)", "1.5e-3", "$1", `"Mixed Case"`, "'a < b'", "'it''s = x'", "E'\\' < '", "NULL", "TRUE", "CURRENT_TIMESTAMP"}
@@ -61,7 +64,7 @@ func (g *gen) expr(depth int) {
 		g.both(genTerms[g.pick(len(genTerms))])
 		return
 	}
-	switch g.pick(16) {
+	switch g.pick(19) {
 	case 0, 1:
 		g.expr(depth + 1)
 		g.both(" ")
@@ -141,6 +144,21 @@ func (g *gen) expr(depth int) {
 		g.both("(")
 		g.expr(depth + 1)
 		g.both(")::" + genKeyT[g.pick(len(genKeyT))])
+	case 14:
+		g.both("(SELECT ")
+		g.expr(depth + 1)
+		g.both(" FROM ")
+		g.plant("pg_class", "pg_catalog.pg_class", RuleRelation)
+		g.both(" c WHERE ")
+		g.expr(depth + 1)
+		g.both(")")
+	case 15:
+		g.plant("'seq'", `'"public".seq'`, RuleString)
+		g.both("::pg_catalog.regclass")
+	case 16:
+		g.both("pg_catalog.to_regprocedure(")
+		g.plant("'f(integer)'", `'ids.f(integer)'`, RuleString)
+		g.both(")")
 	default:
 		g.both(genTerms[g.pick(len(genTerms))])
 	}
@@ -170,7 +188,9 @@ func (g *gen) statement() {
 		g.quoted = false
 		g.both("';\n")
 	case 4:
-		g.both("DO $$ DECLARE v bigint; BEGIN v := ")
+		g.both("DO $$ DECLARE w ")
+		g.plant("timestamptz", "pg_catalog.timestamptz", RuleType)
+		g.both("; v bigint; BEGIN v := ")
 		g.expr(0)
 		g.both("; END $$;\n")
 	default:

@@ -18,10 +18,17 @@ var regTypes = map[string]string{
 // regArgs are the functions whose first argument is such a name, and the
 // reg* type it is read as.
 var regArgs = map[string]string{
-	"to_regclass": "regclass", "to_regproc": "regproc", "to_regprocedure": "regprocedure",
-	"to_regoper": "regoper", "to_regoperator": "regoperator", "to_regtype": "regtype",
-	"to_regcollation": "regcollation",
-	"nextval":         "regclass", "currval": "regclass", "setval": "regclass", "pg_sequence_last_value": "regclass",
+	"to_regclass":            "regclass",
+	"to_regproc":             "regproc",
+	"to_regprocedure":        "regprocedure",
+	"to_regoper":             "regoper",
+	"to_regoperator":         "regoperator",
+	"to_regtype":             "regtype",
+	"to_regcollation":        "regcollation",
+	"nextval":                "regclass",
+	"currval":                "regclass",
+	"setval":                 "regclass",
+	"pg_sequence_last_value": "regclass",
 }
 
 // regType returns the reg* type that the type name at i is, or "".
