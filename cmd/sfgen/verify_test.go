@@ -135,7 +135,7 @@ func TestVerifyFlagsAnOlderRelease(t *testing.T) {
 			LatestRelease int  `json:"latest_release"`
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.OK != (step.code == 0) || rep.Release != step.release || rep.LatestRelease != sqlgen.Latest {
-			t.Errorf("release %d: --json = exit %d, %+v, %v", step.release, code, rep, err)
+			t.Errorf("release %d: --json = exit %d, %+v, %v\n%s", step.release, code, rep, err, out)
 		}
 	}
 }
@@ -163,5 +163,33 @@ func TestVerifyUsage(t *testing.T) {
 		if code != 2 || out != "" || errOut != tc.want+"\n" {
 			t.Errorf("sfgen %q = %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
+	}
+}
+
+// TestVerifyFlagsAnOlderScriptOverALaterRelease runs release 1's plain
+// script over release 2: snowflake_release() still says 2, but verify
+// names the functions it put back, and fails until release 2 is put back.
+func TestVerifyFlagsAnOlderScriptOverALaterRelease(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, schema := testSchema(t, dsn)
+	for _, release := range []int{2, 1} {
+		script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema}, release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(context.Background(), string(script)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, _ := sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "100")
+	if want := "FAIL: schema " + schema + " says sfgen release 2, but an older release's plain script has replaced 10 of its functions (" + schema + ".snowflake_compose(bigint,integer,integer,integer), "; code != 1 || !strings.Contains(out, want) {
+		t.Errorf("verify over a mix = %d; want 1 and %q in\n%s", code, want, out)
+	}
+	script, _ := sqlgen.Script(sqlgen.Options{Schema: schema})
+	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "100"); code != 0 {
+		t.Errorf("verify after release 2's script again = %d\n%s", code, out)
 	}
 }

@@ -1,7 +1,7 @@
 package sqlgen_test
 
 import (
-	"os"
+	"strings"
 	"testing"
 
 	"github.com/sfgen/sfgen/internal/sqlcheck"
@@ -14,9 +14,6 @@ import (
 // that a caller's search_path cannot redirect any of it (see
 // internal/sqlcheck).
 func TestRenderedSQLIsQualified(t *testing.T) {
-	if os.Getenv("SFGEN_SQLCHECK_STRICT") == "" {
-		t.Skip("release 1 SQL; enable when templates are qualified")
-	}
 	for _, tc := range []struct {
 		name string
 		opts sqlgen.Options
@@ -31,7 +28,18 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 		for _, r := range []struct {
 			kind   string
 			render func(sqlgen.Options) ([]byte, error)
-		}{{"Script", sqlgen.Script}, {"Migration", sqlgen.Migration}} {
+		}{
+			{"Script", sqlgen.Script},
+			{"Migration", sqlgen.Migration},
+			{"Preflight", sqlgen.Preflight},
+			// The upgrade's Up only: its Down puts back release 1 as it
+			// shipped, unqualified names and all.
+			{"Upgrade", func(o sqlgen.Options) ([]byte, error) {
+				b, err := sqlgen.Upgrade(o, sqlgen.Latest)
+				up, _, _ := strings.Cut(string(b), "-- +goose Down\n")
+				return []byte(up), err
+			}},
+		} {
 			t.Run(tc.name+"/"+r.kind, func(t *testing.T) {
 				sql, err := r.render(tc.opts)
 				if err != nil {

@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/sfgen/sfgen/internal/snowflake"
-	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // maxLagMS is how far behind the database clock snowflake_next_id() may
@@ -61,17 +60,22 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	}
 	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint"
 	var start, end int64
-	var guard *int64
-	if err := pool.QueryRow(ctx, nowMS+", pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($1))",
-		schema+".snowflake_state_guard").Scan(&start, &guard); err != nil {
+	var guard, state *int64
+	if err := pool.QueryRow(ctx, nowMS+`, pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($1)),
+		pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($2))`,
+		schema+".snowflake_state_guard", schema+".snowflake_state").Scan(&start, &guard, &state); err != nil {
 		return nil, err
 	}
-	// A last catch-up dated ahead of the clock is an upgrade's handover
-	// (sqlgen.Handover): until the clock passes it, IDs carry on from the
-	// upgrade's catch-up, up to Handover behind.
+	// A catch-up sets the state to the guard's millisecond, and the state
+	// only grows, so normally the state is at most a millisecond behind
+	// the guard. An upgrade's handover dates the guard sqlgen.Handover
+	// ahead of the state it sets: until the guard is stale, IDs carry on
+	// from that state, as far behind the clock as it is.
 	earliest := start - maxLagMS
-	if guard != nil && *guard > start {
-		earliest = min(earliest, *guard-sqlgen.Handover.Milliseconds()-maxLagMS)
+	if guard != nil && state != nil {
+		if stateMS := *state >> l.Bits(snowflake.FieldSequence); *guard-stateMS > 2 {
+			earliest = min(earliest, stateMS)
+		}
 	}
 	const batch = 1000
 	streams := make([][]int64, conns)

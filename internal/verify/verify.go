@@ -64,12 +64,16 @@ type Report struct {
 	// LatestRelease's fixes even when every answer agrees.
 	Release       int `json:"release"`
 	LatestRelease int `json:"latest_release"`
+	// Stale lists the functions whose comments say an older release wrote
+	// them, in a schema that says it is at Release: an older sfgen's plain
+	// script ran over it.
+	Stale []string `json:"stale_functions,omitempty"`
 }
 
 // OK reports whether the run found no mismatch, the generator check found
 // no problem, and the schema is at this sfgen's release.
 func (r *Report) OK() bool {
-	return r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) && r.Release == r.LatestRelease
+	return r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) && r.Release == r.LatestRelease && len(r.Stale) == 0
 }
 
 // A Mismatch is one input on which Go and the database differ.
@@ -108,8 +112,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	stale, err := StaleFunctions(ctx, pool, o.Schema, release)
+	if err != nil {
+		return nil, err
+	}
 	c := &checker{o: o, schema: sqlgen.QuoteIdentifier(o.Schema), prepared: map[*pgconn.PgConn]bool{},
-		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest}}
+		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest, Stale: stale}}
 	start := time.Now()
 
 	vectors := Vectors(o.Layout)
@@ -292,6 +300,31 @@ func InstalledRelease(ctx context.Context, db interface {
 		return 1, nil
 	}
 	return 0, nil
+}
+
+// StaleFunctions returns, for a schema at release 2 or later, the
+// functions of sqlgen.MarkedFunctions whose comments lack that release's
+// marker (sqlgen.ReleaseMarker): an older release's definitions, which its
+// plain script puts back without changing snowflake_release().
+func StaleFunctions(ctx context.Context, db interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, schema string, release int) ([]string, error) {
+	if release < 2 {
+		return nil, nil
+	}
+	rows, err := db.Query(ctx, `SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text
+		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND p.proname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.name[])
+		AND pg_catalog.strpos(COALESCE(pg_catalog.obj_description(p.oid, 'pg_proc'), ''), $3) OPERATOR(pg_catalog.=) 0
+		ORDER BY 1`, schema, sqlgen.MarkedFunctions, sqlgen.ReleaseMarker(release))
+	if err != nil {
+		return nil, fmt.Errorf("look up stale functions: %w", err)
+	}
+	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, fmt.Errorf("look up stale functions: %w", err)
+	}
+	return stale, nil
 }
 
 // checker runs the batches of one Run.
