@@ -509,3 +509,53 @@ func TestApplyLeavesSessionsAsTheyWere(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestInsertersNeedNoUsageOnTheSchema installs into a schema of sfgen's
+// own, which grants PUBLIC nothing: a role that may only INSERT into a
+// table whose default is snowflake_next_id() gets IDs, fast path and
+// slow, while it cannot even name the sequences (and so cannot queue a
+// lock on them).
+func TestInsertersNeedNoUsageOnTheSchema(t *testing.T) {
+	db, schema := database(t)
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+		t.Fatal(err)
+	}
+	role := schema + "_app"
+	if _, err := db.Exec("CREATE ROLE " + role + "; CREATE TABLE public." + schema + "_t (id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id(), n int); GRANT INSERT, SELECT ON public." + schema + "_t TO " + role); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		db.Exec("DROP TABLE IF EXISTS public." + schema + "_t")
+		db.Exec("DROP OWNED BY " + role)
+		db.Exec("DROP ROLE IF EXISTS " + role)
+	})
+	var usage bool
+	db.QueryRow("SELECT has_schema_privilege($1, $2, 'USAGE')", role, schema).Scan(&usage)
+	if usage {
+		t.Fatalf("%s has USAGE on %s; the test needs a schema PUBLIC has none on", role, schema)
+	}
+	conn, err := db.Conn(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := context.Background()
+	if _, err := conn.ExecContext(ctx, "SET ROLE "+role); err != nil {
+		t.Fatal(err)
+	}
+	// Pauses past the catch-up period send some inserts down the slow path.
+	for i := range 20 {
+		if i%5 == 0 {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if _, err := conn.ExecContext(ctx, "INSERT INTO public."+schema+"_t (n) VALUES ($1)", i); err != nil {
+			t.Fatalf("insert %d as %s: %v", i, role, err)
+		}
+	}
+	_, err = conn.ExecContext(ctx, "PREPARE x AS SELECT * FROM "+schema+".snowflake_state")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		t.Errorf("naming %s.snowflake_state without USAGE = %v; want permission denied (42501)", schema, err)
+	}
+	conn.ExecContext(ctx, "RESET ROLE")
+}
