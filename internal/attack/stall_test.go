@@ -51,6 +51,10 @@ var stallTricks = []stallTrick{
 		set: func(t *testing.T, e *env, staller, schema string) string {
 			return queueAccessExclusive(t, e, staller, qualify(schema, "snowflake_state_guard"))
 		}},
+	{name: "lock_queue_on_snowflake_catch_up_guard", since: 2, limitation: lockQueueLimitation,
+		set: func(t *testing.T, e *env, staller, schema string) string {
+			return queueAccessExclusive(t, e, staller, qualify(schema, "snowflake_catch_up_guard"))
+		}},
 	{name: "lock_table_state_lock", since: 2, set: lockTable},
 	{name: "pg_relation_size_in_open_transaction", since: 2,
 		set: func(t *testing.T, e *env, staller, schema string) string {

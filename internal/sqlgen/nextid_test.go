@@ -194,7 +194,7 @@ func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
 		t.Fatalf("ID from the migration has node %d/%d, want 2/5", d.Datacenter, d.Machine)
 	}
 	up := objects()
-	for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard"} {
+	for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard", "S snowflake_catch_up_guard"} {
 		if !contains(up, want) {
 			t.Errorf("after Up, %q is missing from %q", want, up)
 		}
@@ -528,7 +528,7 @@ func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 			})
 			if i%10 == 0 {
 				// A catch-up cut short after it set the guard to 0.
-				c.Exec(ctx, "SELECT setval('snowflake_state_guard', 0)")
+				c.Exec(ctx, "SELECT setval('snowflake_catch_up_guard', 0)")
 			}
 			time.Sleep(3 * time.Millisecond)
 		}
@@ -551,10 +551,10 @@ func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 		t.Fatalf("%d repeated IDs", n)
 	}
 	// And a cut-short catch-up is finished by the next call.
-	mustExec(t, conn, "SELECT setval('snowflake_state_guard', 0)")
+	mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', 0)")
 	mustExec(t, conn, "SET statement_timeout = '5s'")
 	queryInt(t, conn, "SELECT snowflake_next_id()")
-	if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_state_guard')"); g == 0 {
+	if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g == 0 {
 		t.Fatalf("guard still 0 after a call: the cut-short catch-up was not finished")
 	}
 }
@@ -568,11 +568,11 @@ func TestNextIDCatchUpInOpenTransactionBlocksNoOne(t *testing.T) {
 	installScript(t, a, sqlgen.Options{})
 	mustExec(t, a, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	ctx := context.Background()
-	guard0 := queryInt(t, a, "SELECT coalesce(pg_sequence_last_value('snowflake_state_guard'), 0)")
+	guard0 := queryInt(t, a, "SELECT coalesce(pg_sequence_last_value('snowflake_catch_up_guard'), 0)")
 	time.Sleep(20 * time.Millisecond) // the state falls behind
 	mustExec(t, a, "BEGIN")
 	mustExec(t, a, "INSERT INTO t DEFAULT VALUES")
-	if g := queryInt(t, a, "SELECT pg_sequence_last_value('snowflake_state_guard')"); g <= guard0 {
+	if g := queryInt(t, a, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g <= guard0 {
 		t.Fatalf("no catch-up ran in the open transaction (guard %d)", g)
 	}
 	b := connect(t, dsn)
@@ -609,8 +609,8 @@ func TestNextIDNodeOnlyOwnerChanges(t *testing.T) {
 		"SELECT snowflake_set_node(9, 9)",
 		"CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE sql IMMUTABLE AS 'SELECT 0::bigint'",
 		"SELECT setval('snowflake_state', 0)",
-		"SELECT nextval('snowflake_state_guard')",
-		"SELECT setval('snowflake_state_guard', 0)",
+		"SELECT nextval('snowflake_catch_up_guard')",
+		"SELECT setval('snowflake_catch_up_guard', 0)",
 	} {
 		_, err := app.Exec(context.Background(), q)
 		var pe *pgconn.PgError
@@ -712,7 +712,7 @@ func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 	start := time.Now()
 	// Each row also keeps the guard as it was after its ID was made.
 	mustExec(t, conn, `DO $$ BEGIN FOR i IN 1..20000 LOOP
-		INSERT INTO t VALUES (DEFAULT, pg_sequence_last_value('snowflake_state_guard'));
+		INSERT INTO t VALUES (DEFAULT, pg_sequence_last_value('snowflake_catch_up_guard'));
 	END LOOP; END $$`)
 	elapsed := time.Since(start)
 	slow := queryInt(t, conn, "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_xact_user_functions WHERE funcname = 'snowflake_next_id_slow'")
@@ -734,19 +734,19 @@ func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 func TestNextIDFastPathWindow(t *testing.T) {
 	conn := connect(t, newDB(t))
 	installScript(t, conn, sqlgen.Options{})
-	guard := func() int64 { return queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_state_guard')") }
+	guard := func() int64 { return queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')") }
 	queryInt(t, conn, "SELECT snowflake_next_id()") // a first catch-up
 	for range 50 {
 		// A catch-up in the future: the fast path serves, the guard stays.
 		future := nowMs(t, conn) + 60_000
-		mustExec(t, conn, "SELECT setval('snowflake_state_guard', $1)", future)
+		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", future)
 		queryInt(t, conn, "SELECT snowflake_next_id()")
 		if g := guard(); g != future {
 			t.Fatalf("the guard moved from %d to %d on the fast path", future, g)
 		}
 		// StaleAfter old: every call catches up.
 		stale := nowMs(t, conn) - sqlgen.StaleAfter.Milliseconds()
-		mustExec(t, conn, "SELECT setval('snowflake_state_guard', $1)", stale)
+		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", stale)
 		queryInt(t, conn, "SELECT snowflake_next_id()")
 		if g := guard(); g <= stale {
 			t.Fatalf("a call with the last catch-up %v old took the fast path (guard %d)", sqlgen.StaleAfter, g)

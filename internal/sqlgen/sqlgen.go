@@ -150,13 +150,6 @@ const (
 	// LagLimit is how far behind the clock the slow path still uses the
 	// state; further behind, it waits for a catch-up.
 	LagLimit = 9 * time.Millisecond
-	// Handover is how far ahead of the clock an upgrade from release 1
-	// (or back) dates the last catch-up, so that no catch-up of the new
-	// release runs while one of the old release that waited for the
-	// upgrade's lock wakes up and finds nothing to do. For that long after
-	// an upgrade of a generator in use, IDs may trail the clock by up to
-	// Handover instead of LagLimit.
-	Handover = 50 * time.Millisecond
 	// CatchUpLockWait bounds how long a call that finds the state far
 	// behind the clock waits for the catch-up lock before it uses the
 	// state as it is (unique, but dated late): a catch-up holds the lock
@@ -242,7 +235,7 @@ type templateData struct {
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
 	MarkedFunctions                    []string
-	HandoverMs, LockWaitSeconds        int64
+	LockWaitSeconds                    int64
 	LockWaitMs                         int64 // CatchUpLockWait
 }
 
@@ -312,8 +305,8 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
 
 		KnownFunctions: knownFunctions, MarkedFunctions: MarkedFunctions,
-		HandoverMs: Handover.Milliseconds(), LockWaitSeconds: int64(LockWait / time.Second),
-		LockWaitMs: CatchUpLockWait.Milliseconds(),
+		LockWaitSeconds: int64(LockWait / time.Second),
+		LockWaitMs:      CatchUpLockWait.Milliseconds(),
 	}
 	seen := map[string]bool{}
 	for _, f := range knownFunctions {

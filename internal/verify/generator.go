@@ -40,8 +40,7 @@ func (g *GeneratorReport) OK() bool {
 // conns connections at once and checks, in Go, that they are unique,
 // increasing on each connection, carry the node snowflake_node() reports,
 // and decode to times inside the run by the database's clock (no more than
-// maxLagMS behind its start, or behind the catch-up of an upgrade whose
-// handover is still on, and no later than its end plus the
+// maxLagMS behind its start, and no later than its end plus the
 // milliseconds that borrowing could add). A schema without
 // snowflake_next_id() (installed by an older sfgen) is skipped, not failed.
 func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
@@ -60,23 +59,10 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	}
 	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint"
 	var start, end int64
-	var guard, state *int64
-	if err := pool.QueryRow(ctx, nowMS+`, pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($1)),
-		pg_catalog.pg_sequence_last_value(pg_catalog.to_regclass($2))`,
-		schema+".snowflake_state_guard", schema+".snowflake_state").Scan(&start, &guard, &state); err != nil {
+	if err := pool.QueryRow(ctx, nowMS).Scan(&start); err != nil {
 		return nil, err
 	}
-	// A catch-up sets the state to the guard's millisecond, and the state
-	// only grows, so normally the state is at most a millisecond behind
-	// the guard. An upgrade's handover dates the guard sqlgen.Handover
-	// ahead of the state it sets: until the guard is stale, IDs carry on
-	// from that state, as far behind the clock as it is.
 	earliest := start - maxLagMS
-	if guard != nil && state != nil {
-		if stateMS := *state >> l.Bits(snowflake.FieldSequence); *guard-stateMS > 2 {
-			earliest = min(earliest, stateMS)
-		}
-	}
 	const batch = 1000
 	streams := make([][]int64, conns)
 	g, gctx := errgroup.WithContext(ctx)
