@@ -20,7 +20,8 @@ var update = flag.Bool("update", false, "write the migrations and sql/snowflake.
 // never changes: databases have applied it, and goose never applies it
 // again. Add a release's file here when it ships.
 var released = map[string]string{
-	"00001_sfgen_snowflake.sql": "623f5d9e0036b15a8c3495864623aca7b1b3881e70b5f06538ab3713fe1088d8", // commit 76049d7
+	"00001_sfgen_snowflake.sql": "623f5d9e0036b15a8c3495864623aca7b1b3881e70b5f06538ab3713fe1088d8", // release 1, commit 76049d7
+	"00002_sfgen_release_2.sql": "3c941e023923e0a0351435306e5f0a07582baa1a30f8203b9b2350ef058e005f", // release 2
 }
 
 // TestReleasedFilesNeverChange fails when a released migration's bytes

@@ -477,9 +477,7 @@ BEGIN
             END IF; -- else it is at the clock or ahead of it: leave it be.
             discard := pg_catalog.setval(guard_seq, now_ms);
             RAISE EXCEPTION USING ERRCODE = 'SF001';
-        EXCEPTION WHEN SQLSTATE 'SF001' OR lock_not_available OR undefined_table THEN
-            -- (undefined_table: a downgrade dropped the lock table while
-            -- this call waited for it; the guard it set says what next.)
+        EXCEPTION WHEN SQLSTATE 'SF001' OR lock_not_available THEN
             NULL;
         END;
         -- A value taken before the catch-up, and good enough: use it. Or
