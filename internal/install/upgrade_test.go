@@ -958,9 +958,10 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// A known limitation: release 1's script is frozen and checks
 	// nothing, so on release 2 it puts release 1's bodies back over
 	// release 2's and leaves what only release 2 has, snowflake_release()
-	// (still saying 2) among them. The generator goes on working, on
-	// release 1's catch-up lock, and release 2's script puts release 2
-	// back.
+	// (still saying 2) among them. The generator goes on making unique
+	// IDs, with release 1's code over release 1's parked guard (so it no
+	// longer catches up: verify says why), and release 2's script puts
+	// release 2 back.
 	t.Run("release_1_script_on_release_2", func(t *testing.T) {
 		t.Parallel()
 		f := release2Schema(t)
