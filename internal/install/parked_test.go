@@ -1,0 +1,92 @@
+package install
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// releaseOneSlowPath returns release 1's snowflake_next_id_slow() for
+// schema, as release 1's script defines it, renamed to name: release 1's
+// code as a statement planned before the upgrade would still run it.
+func releaseOneSlowPath(t *testing.T, schema, name string) string {
+	t.Helper()
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := `CREATE OR REPLACE FUNCTION "` + schema + `".snowflake_next_id_slow()`
+	_, rest, ok := strings.Cut(string(script), head)
+	if !ok {
+		t.Fatalf("release 1's script has no %s", head)
+	}
+	body, _, ok := strings.Cut(rest, "\n$fn$;\n")
+	if !ok {
+		t.Fatal("release 1's snowflake_next_id_slow() has no end")
+	}
+	return `CREATE FUNCTION "` + schema + `".` + name + `()` + body + "\n$fn$;\n"
+}
+
+// TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade runs release 1's slow
+// path after the upgrade, well past the moment it would catch up: with
+// release 1's guard parked, it takes one value from the shared state and
+// moves nothing (two catch-ups of different releases at once could move
+// the state back), and its ID is a valid one of the database's node.
+func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	o := sqlgen.Options{Schema: schema, Datacenter: 3, Machine: 7}
+	script, err := sqlgen.ScriptAt(o, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema+"; "+string(script)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id() FROM generate_series(1, 100)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, db, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, releaseOneSlowPath(t, schema, "release_1_slow_path")); err != nil {
+		t.Fatal(err)
+	}
+	var parked int64
+	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass)", schema+".snowflake_state_guard").Scan(&parked); err != nil {
+		t.Fatal(err)
+	}
+	if max := snowflake.Twitter.Max(snowflake.FieldTimestamp); parked != max {
+		t.Fatalf("release 1's guard is %d after the upgrade; want it parked at %d", parked, max)
+	}
+	for i := range 3 {
+		// Past release 1's catch-up period; then release 2 catches up, as
+		// the sessions around a statement still running release 1's code
+		// do. (With no release 2 call at all, release 1's code would find
+		// the state far behind and loop until one comes.)
+		time.Sleep(12 * time.Millisecond)
+		if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id()"); err != nil {
+			t.Fatal(err)
+		}
+		var before, after, id, guard int64
+		err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass), "+schema+".release_1_slow_path(), pg_sequence_last_value($1::regclass), pg_sequence_last_value($2::regclass)",
+			schema+".snowflake_state", schema+".snowflake_state_guard").Scan(&before, &id, &after, &guard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if guard != parked {
+			t.Errorf("call %d: release 1's slow path caught up (its guard is %d, was parked at %d)", i, guard, parked)
+		}
+		if after != before+1 {
+			t.Errorf("call %d: release 1's slow path moved the state from %d to %d; want one nextval()", i, before, after)
+		}
+		p, err := snowflake.Decompose(snowflake.ID(id))
+		if err != nil || p.Datacenter != 3 || p.Machine != 7 || p.Timestamp != after>>12 {
+			t.Errorf("call %d: release 1's slow path made %d (%+v, %v); want node 3/7 and the state's millisecond %d", i, id, p, err, after>>12)
+		}
+	}
+}
