@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
-	"github.com/sfgen/sfgen/internal/verify"
 )
 
 // gooseCLI builds the goose command at the version go.mod requires, with
@@ -133,11 +133,13 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 	runGoose := gooseIn(t, goose, dir, schema+".goose_db_version", dsn)
 	release := func() int {
 		t.Helper()
-		r, err := verify.InstalledRelease(ctx, conn, schema)
+		in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+			return conn.QueryRow(ctx, q, args...)
+		}, schema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r
+		return in.Release
 	}
 	insert := func(n int) (maxID int64) {
 		t.Helper()

@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -82,7 +82,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return c.fail("read the node: %s", redactErr(err, dsn))
 	}
-	release, err := installedRelease(ctx, tx, q)
+	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return tx.QueryRowContext(ctx, q, args...)
+	}, *schema)
+	release := in.Release
 	if err != nil {
 		return c.fail("read the release: %s", redactErr(err, dsn))
 	}
@@ -116,16 +119,4 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "datacenter %d, machine %d -> datacenter %d, machine %d %s\n", oldDC, oldM, dc, m, where)
 	return exitOK
-}
-
-// installedRelease reads the sfgen release of the schema (quoted q) that
-// has snowflake_node(): snowflake_release(), or 1 without it.
-func installedRelease(ctx context.Context, tx *sql.Tx, q string) (int, error) {
-	var has bool
-	if err := tx.QueryRowContext(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", q+".snowflake_release()").Scan(&has); err != nil || !has {
-		return 1, err
-	}
-	var r int
-	err := tx.QueryRowContext(ctx, "SELECT "+q+".snowflake_release()").Scan(&r)
-	return r, err
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -108,16 +109,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if err := CheckInstalled(ctx, pool, o.Schema, o.Layout); err != nil {
 		return nil, err
 	}
-	release, err := InstalledRelease(ctx, pool, o.Schema)
+	in, err := install.InstalledRelease(ctx, pgxRow(pool), o.Schema)
 	if err != nil {
 		return nil, err
 	}
-	stale, err := StaleFunctions(ctx, pool, o.Schema, release)
-	if err != nil {
-		return nil, err
-	}
+	release := in.Release
 	c := &checker{o: o, schema: sqlgen.QuoteIdentifier(o.Schema), prepared: map[*pgconn.PgConn]bool{},
-		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest, Stale: stale}}
+		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest, Stale: in.Stale}}
 	start := time.Now()
 
 	vectors := Vectors(o.Layout)
@@ -273,58 +271,13 @@ func CheckInstalled(ctx context.Context, db interface {
 	return nil
 }
 
-// InstalledRelease returns the sfgen SQL release installed in schema: the
-// answer of snowflake_release(), or 1 when the schema has sfgen's
-// functions but not that one (release 1 had none), or 0 when it has no
-// snowflake_layout().
-func InstalledRelease(ctx context.Context, db interface {
+// pgxRow adapts a pool to install.RowQuery.
+func pgxRow(db interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
-}, schema string) (int, error) {
-	if err := sqlgen.ValidateSchema(schema); err != nil {
-		return 0, err
+}) install.RowQuery {
+	return func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return db.QueryRow(ctx, q, args...)
 	}
-	q := sqlgen.QuoteIdentifier(schema)
-	var layout, release bool
-	if err := db.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL, pg_catalog.to_regprocedure($2) IS NOT NULL",
-		q+".snowflake_layout()", q+".snowflake_release()").Scan(&layout, &release); err != nil {
-		return 0, fmt.Errorf("look up sfgen's release: %w", err)
-	}
-	switch {
-	case release:
-		var n int
-		if err := db.QueryRow(ctx, "SELECT "+q+".snowflake_release()").Scan(&n); err != nil {
-			return 0, fmt.Errorf("read sfgen's release: %w", err)
-		}
-		return n, nil
-	case layout:
-		return 1, nil
-	}
-	return 0, nil
-}
-
-// StaleFunctions returns, for a schema at release 2 or later, the
-// functions of sqlgen.MarkedFunctions whose comments lack that release's
-// marker (sqlgen.ReleaseMarker): an older release's definitions, which its
-// plain script puts back without changing snowflake_release().
-func StaleFunctions(ctx context.Context, db interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, schema string, release int) ([]string, error) {
-	if release < 2 {
-		return nil, nil
-	}
-	rows, err := db.Query(ctx, `SELECT p.oid::pg_catalog.regprocedure::pg_catalog.text
-		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
-		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND p.proname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.name[])
-		AND pg_catalog.strpos(COALESCE(pg_catalog.obj_description(p.oid, 'pg_proc'), ''), $3) OPERATOR(pg_catalog.=) 0
-		ORDER BY 1`, schema, sqlgen.MarkedFunctions, sqlgen.ReleaseMarker(release))
-	if err != nil {
-		return nil, fmt.Errorf("look up stale functions: %w", err)
-	}
-	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return nil, fmt.Errorf("look up stale functions: %w", err)
-	}
-	return stale, nil
 }
 
 // checker runs the batches of one Run.
