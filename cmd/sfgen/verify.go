@@ -157,11 +157,6 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 		}
 	}
 	fmt.Fprintf(w, "mismatches     %d\n", r.Mismatches)
-	if r.OK() {
-		fmt.Fprintf(w, "release        %d, this sfgen's\n", r.Release)
-		fmt.Fprintln(w, "ok: PostgreSQL and Go agree on every input")
-		return
-	}
 	switch {
 	case r.Release < r.LatestRelease:
 		fmt.Fprintf(w, "release        %d, older than this sfgen's release %d\n", r.Release, r.LatestRelease)
@@ -169,6 +164,10 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 		fmt.Fprintf(w, "release        %d, newer than this sfgen's release %d\n", r.Release, r.LatestRelease)
 	default:
 		fmt.Fprintf(w, "release        %d, this sfgen's\n", r.Release)
+	}
+	if r.OK() {
+		fmt.Fprintln(w, "ok: PostgreSQL and Go agree on every input")
+		return
 	}
 	if len(r.Stale) > 0 {
 		// Release 1's code over release 2's parked guard never catches

@@ -5,6 +5,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"text/template"
 	"time"
@@ -161,6 +162,18 @@ const (
 	LockWait = 5 * time.Second
 )
 
+// knownFunctionNames are the names in knownFunctions, each once.
+var knownFunctionNames = func() []string {
+	var names []string
+	for _, f := range knownFunctions {
+		name, _, _ := strings.Cut(f, "(")
+		if !slices.Contains(names, name) {
+			names = append(names, name)
+		}
+	}
+	return names
+}()
+
 // MarkedFunctions are the functions whose comments end with
 // ReleaseMarker of the release that wrote them (from release 2 on): a
 // schema that says it is at release N but has one whose comment lacks
@@ -304,17 +317,9 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
 
-		KnownFunctions: knownFunctions, MarkedFunctions: MarkedFunctions,
+		KnownFunctions: knownFunctions, KnownFunctionNames: knownFunctionNames, MarkedFunctions: MarkedFunctions,
 		LockWaitSeconds: int64(LockWait / time.Second),
 		LockWaitMs:      CatchUpLockWait.Milliseconds(),
-	}
-	seen := map[string]bool{}
-	for _, f := range knownFunctions {
-		name, _, _ := strings.Cut(f, "(")
-		if !seen[name] {
-			seen[name] = true
-			d.KnownFunctionNames = append(d.KnownFunctionNames, name)
-		}
 	}
 	if release == 1 {
 		// Frozen: what release 1 shipped, whatever the constants say now.
