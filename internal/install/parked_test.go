@@ -2,9 +2,13 @@ package install
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -88,5 +92,55 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 		if err != nil || p.Datacenter != 3 || p.Machine != 7 || p.Timestamp != after>>12 {
 			t.Errorf("call %d: release 1's slow path made %d (%+v, %v); want node 3/7 and the state's millisecond %d", i, id, p, err, after>>12)
 		}
+	}
+}
+
+// TestUpgradeNamesWhoHoldsReleaseOnesLock holds release 1's catch-up lock
+// in another session: the upgrade waits sqlgen.LockWait for it, then fails
+// naming that session, and changes nothing.
+func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	o := sqlgen.Options{Schema: schema}
+	script, err := sqlgen.ScriptAt(o, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema+"; "+string(script)+"; SELECT "+schema+".snowflake_next_id()"); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	var pid int
+	if err := holder.QueryRowContext(ctx, "SELECT pg_backend_pid() FROM (SELECT pg_advisory_lock(1936156416, $1::regclass::oid::integer)) l",
+		schema+".snowflake_state").Scan(&pid); err != nil {
+		t.Fatal(err)
+	}
+	upgrade, err := sqlgen.Script(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_, err = conn.ExecContext(ctx, string(upgrade))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "55P03" || !strings.Contains(pe.Message, fmt.Sprintf("is held by pid %d", pid)) {
+		t.Fatalf("upgrade while another session holds release 1's lock = %v; want 55P03 naming pid %d", err, pid)
+	}
+	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil { // the script's aborted transaction
+		t.Fatal(err)
+	}
+	var release bool
+	if err := conn.QueryRowContext(ctx, "SELECT to_regprocedure($1) IS NOT NULL", schema+".snowflake_release()").Scan(&release); err != nil {
+		t.Fatal(err)
+	}
+	if release {
+		t.Error("a failed upgrade left release 2's snowflake_release() behind")
 	}
 }
