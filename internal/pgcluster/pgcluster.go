@@ -16,16 +16,15 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// ErrStopped is returned by [Cluster.CreateDatabase] and
-// [Cluster.DropDatabase] after [Cluster.Stop].
+// ErrStopped is returned by [Cluster.Restart] after [Cluster.Stop].
 var ErrStopped = errors.New("cluster stopped")
 
 const (
 	// port names the socket file (.s.PGSQL.5432); nothing listens on TCP.
 	port = 5432
-	// defaultStartTimeout bounds initdb plus startup when ctx has no
-	// deadline of its own.
-	defaultStartTimeout = 60 * time.Second
+	// startTimeout bounds initdb plus startup when ctx has no earlier
+	// deadline.
+	startTimeout = 60 * time.Second
 	// stopTimeout is how long Stop waits for a fast shutdown before SIGKILL.
 	stopTimeout = 10 * time.Second
 	// logName is the server's log file in the data directory.
@@ -38,18 +37,13 @@ const (
 type Option func(*config)
 
 type config struct {
-	binDir       string
-	startTimeout time.Duration
-	settings     []string // "name=value"
+	binDir   string
+	settings []string // "name=value"
 }
 
 // WithBinDir makes Start use the server binaries in dir, and look nowhere
 // else, in place of the search described in the package documentation.
 func WithBinDir(dir string) Option { return func(c *config) { c.binDir = dir } }
-
-// WithStartTimeout bounds initdb plus startup when Start's context has no
-// earlier deadline. The default is one minute.
-func WithStartTimeout(d time.Duration) Option { return func(c *config) { c.startTimeout = d } }
 
 // WithSetting passes a server setting on postgres' command line (-c
 // name=value), after and so in place of the package's own.
@@ -60,13 +54,16 @@ func WithSetting(name, value string) Option {
 // A Cluster is a running throwaway PostgreSQL server. Its methods are safe
 // for concurrent use.
 type Cluster struct {
-	binDir  string
-	dir     string // socket directory, holding the marker and the data dir
-	dataDir string
+	binDir   string
+	dir      string // socket directory, holding the marker and the data dir
+	dataDir  string
+	runAs    *osUser  // nil: the current user
+	settings []string // the caller's, from WithSetting
 
-	cmd     *exec.Cmd
-	exited  chan struct{} // closed when postgres has exited
-	waitErr error         // postgres' exit status, set before exited closes
+	mu      sync.Mutex    // held by Restart and Stop while they change the fields below
+	cmd     *exec.Cmd     // the running postgres
+	exited  chan struct{} // closed when cmd has exited
+	waitErr error         // cmd's exit status, set before exited closes
 	logFile *os.File
 
 	stopOnce sync.Once
@@ -80,7 +77,7 @@ type Cluster struct {
 // no server binaries are found the error wraps [ErrNoServer]; when postgres
 // fails to start it quotes the end of the server's log.
 func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
-	cfg := config{startTimeout: defaultStartTimeout}
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -99,11 +96,12 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		return nil, err
 	}
 	c := &Cluster{
-		binDir:  binDir,
-		dir:     dir,
-		dataDir: filepath.Join(dir, "data"),
-		exited:  make(chan struct{}),
-		stopped: make(chan struct{}),
+		binDir:   binDir,
+		dir:      dir,
+		dataDir:  filepath.Join(dir, "data"),
+		runAs:    runAs,
+		settings: cfg.settings,
+		stopped:  make(chan struct{}),
 	}
 	ok := false
 	defer func() {
@@ -121,15 +119,14 @@ func Start(ctx context.Context, opts ...Option) (*Cluster, error) {
 		}
 	}
 
-	if cfg.startTimeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, cfg.startTimeout)
-		defer cancel()
-	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
 	if err := c.initdb(ctx, runAs); err != nil {
 		return nil, err
 	}
-	if err := c.startServer(runAs, cfg.settings); err != nil {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.startServer(); err != nil {
 		return nil, err
 	}
 	if err := c.waitReady(ctx); err != nil {
@@ -204,7 +201,9 @@ func (c *Cluster) initdb(ctx context.Context, runAs *osUser) error {
 	}
 }
 
-func (c *Cluster) startServer(runAs *osUser, extra []string) error {
+// startServer starts postgres; c.mu must be held.
+func (c *Cluster) startServer() error {
+	runAs := c.runAs
 	logPath := filepath.Join(c.dataDir, logName)
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
@@ -228,7 +227,7 @@ func (c *Cluster) startServer(runAs *osUser, extra []string) error {
 		"logging_collector=off",
 	}
 	args := []string{"-D", c.dataDir}
-	for _, s := range append(settings, extra...) {
+	for _, s := range append(settings, c.settings...) {
 		args = append(args, "-c", s)
 	}
 	cmd := c.command(runAs, "postgres", args...)
@@ -237,15 +236,18 @@ func (c *Cluster) startServer(runAs *osUser, extra []string) error {
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run postgres: %w", err)
 	}
-	c.cmd = cmd
+	exited := make(chan struct{})
+	c.cmd, c.exited = cmd, exited
 	go func() {
-		c.waitErr = cmd.Wait()
-		close(c.exited)
+		err := cmd.Wait()
+		c.waitErr = err
+		close(exited)
 	}()
 	return nil
 }
 
-// waitReady connects until the server answers, it exits or ctx is done.
+// waitReady connects until the server answers, it exits or ctx is done;
+// c.mu must be held.
 func (c *Cluster) waitReady(ctx context.Context) error {
 	dsn := c.DSN() + "&connect_timeout=5"
 	delay := 5 * time.Millisecond
@@ -298,65 +300,8 @@ func (c *Cluster) dsnFor(db string) string {
 // where psql and pgbench usually are too.
 func (c *Cluster) BinDir() string { return c.binDir }
 
-// DataDir returns the cluster's data directory. It is removed by Stop.
-func (c *Cluster) DataDir() string { return c.dataDir }
-
 // LogPath returns the server's log file, in the data directory.
 func (c *Cluster) LogPath() string { return filepath.Join(c.dataDir, logName) }
-
-// CreateDatabase creates database name and returns its URL. It returns
-// [ErrStopped] after Stop.
-func (c *Cluster) CreateDatabase(ctx context.Context, name string) (dsn string, err error) {
-	if err := checkName(name); err != nil {
-		return "", err
-	}
-	if err := c.exec(ctx, "CREATE DATABASE "+quoteIdent(name)); err != nil {
-		return "", fmt.Errorf("create database %s: %w", quoteIdent(name), err)
-	}
-	return c.dsnFor(name), nil
-}
-
-// DropDatabase drops database name if it exists, ending any sessions still
-// connected to it. It returns [ErrStopped] after Stop.
-func (c *Cluster) DropDatabase(ctx context.Context, name string) error {
-	if err := checkName(name); err != nil {
-		return err
-	}
-	err := c.exec(ctx, "DROP DATABASE IF EXISTS "+quoteIdent(name)+" WITH (FORCE)")
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "42601" { // before PostgreSQL 13: no FORCE
-		err = c.exec(ctx, "DROP DATABASE IF EXISTS "+quoteIdent(name))
-	}
-	if err != nil {
-		return fmt.Errorf("drop database %s: %w", quoteIdent(name), err)
-	}
-	return nil
-}
-
-func checkName(name string) error {
-	if name == "" || len(name) > 63 || strings.ContainsRune(name, 0) {
-		return fmt.Errorf("invalid database name %q: need 1 to 63 bytes, no NUL", name)
-	}
-	return nil
-}
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
-
-// exec runs one statement on the postgres database.
-func (c *Cluster) exec(ctx context.Context, sql string) error {
-	select {
-	case <-c.stopped:
-		return ErrStopped
-	default:
-	}
-	conn, err := pgconn.Connect(ctx, c.DSN())
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
-	_, err = conn.Exec(ctx, sql).ReadAll()
-	return err
-}
 
 // Stop shuts the server down, fast (SIGINT, then SIGKILL after ten
 // seconds), and removes the cluster's directory. Calls after the first do
@@ -370,21 +315,9 @@ func (c *Cluster) Stop() error {
 }
 
 func (c *Cluster) stop() error {
-	if c.cmd != nil {
-		select {
-		case <-c.exited:
-		default:
-			interrupt(c.cmd.Process)
-			t := time.NewTimer(stopTimeout)
-			select {
-			case <-c.exited:
-			case <-t.C:
-				killGroup(c.cmd.Process)
-				<-c.exited
-			}
-			t.Stop()
-		}
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.shutdown(interrupt)
 	if c.logFile != nil {
 		c.logFile.Close()
 	}
@@ -392,4 +325,58 @@ func (c *Cluster) stop() error {
 		return fmt.Errorf("remove cluster directory: %w", err)
 	}
 	return nil
+}
+
+// shutdown signals postgres with signal, waits for it to exit (SIGKILL to
+// its process group after stopTimeout) and closes its log; c.mu must be
+// held.
+func (c *Cluster) shutdown(signal func(*os.Process) error) {
+	if c.cmd == nil {
+		return
+	}
+	select {
+	case <-c.exited:
+	default:
+		signal(c.cmd.Process)
+		t := time.NewTimer(stopTimeout)
+		select {
+		case <-c.exited:
+		case <-t.C:
+			killGroup(c.cmd.Process)
+			<-c.exited
+		}
+		t.Stop()
+	}
+	c.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same data, for
+// tests of what survives: with crash false a fast shutdown (sessions end,
+// a checkpoint is written), with crash true an immediate one (SIGQUIT, no
+// checkpoint, the next start recovers from WAL, as after a power cut). It
+// returns once the server accepts connections again; ctx bounds the
+// start. It returns [ErrStopped] after Stop.
+func (c *Cluster) Restart(ctx context.Context, crash bool) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	select {
+	case <-c.stopped:
+		return ErrStopped
+	default:
+	}
+	if crash {
+		c.shutdown(quit)
+	} else {
+		c.shutdown(interrupt)
+	}
+	if c.logFile != nil {
+		c.logFile.Close()
+		c.logFile = nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, startTimeout)
+	defer cancel()
+	if err := c.startServer(); err != nil {
+		return err
+	}
+	return c.waitReady(ctx)
 }

@@ -106,34 +106,6 @@ func TestStartConnectStop(t *testing.T) {
 	}
 	conn.Close(ctx)
 
-	const name = `per test "db"`
-	dsn, err := c.CreateDatabase(ctx, name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn, err = pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var db string
-	if err := conn.QueryRow(ctx, "SELECT current_database()").Scan(&db); err != nil {
-		t.Fatal(err)
-	}
-	if db != name {
-		t.Errorf("current_database() = %q, want %q", db, name)
-	}
-	// Left open on purpose: DropDatabase must end the session.
-	if err := c.DropDatabase(ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	if err := c.DropDatabase(ctx, name); err != nil {
-		t.Errorf("second DropDatabase: %v", err)
-	}
-	if _, err := c.CreateDatabase(ctx, strings.Repeat("x", 64)); err == nil {
-		t.Error("CreateDatabase accepted a 64-byte name")
-	}
-
 	// psql and pgbench (libpq) accept the same URL.
 	if psql := filepath.Join(c.BinDir(), "psql"); isFile(psql) {
 		out, err := exec.Command(psql, c.DSN(), "-Atc", "SELECT 6*7").CombinedOutput()
@@ -156,8 +128,70 @@ func TestStartConnectStop(t *testing.T) {
 	if err := c.Stop(); err != nil {
 		t.Errorf("second Stop: %v", err)
 	}
-	if _, err := c.CreateDatabase(ctx, "late"); !errors.Is(err, ErrStopped) {
-		t.Errorf("CreateDatabase after Stop: %v, want ErrStopped", err)
+	if err := c.Restart(ctx, false); !errors.Is(err, ErrStopped) {
+		t.Errorf("Restart after Stop: %v, want ErrStopped", err)
+	}
+}
+
+// TestRestart checks both kinds of restart: committed data survives, a
+// fast shutdown checkpoints and an immediate one does not (the server
+// recovers from WAL), and the caller's settings are kept.
+func TestRestart(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, WithSetting("work_mem", "7MB"))
+	ctx := context.Background()
+	query := func(q string) string {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, c.DSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var s string
+		if err := conn.QueryRow(ctx, q).Scan(&s); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		return s
+	}
+	if conn, err := pgx.Connect(ctx, c.DSN()); err != nil {
+		t.Fatal(err)
+	} else if _, err := conn.Exec(ctx, "CREATE TABLE kept AS SELECT 42 AS n"); err != nil {
+		t.Fatal(err)
+	} else {
+		conn.Close(ctx)
+	}
+	for _, tc := range []struct {
+		crash    bool
+		recovery string // how the log says the start found the data
+	}{
+		{false, "database system was shut down at"},
+		{true, "database system was interrupted"},
+	} {
+		conn, err := pgx.Connect(ctx, c.DSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Restart(ctx, tc.crash); err != nil {
+			t.Fatalf("Restart(crash %v): %v", tc.crash, err)
+		}
+		if err := conn.Ping(ctx); err == nil {
+			t.Errorf("Restart(crash %v): a session from before still answers", tc.crash)
+		}
+		conn.Close(ctx)
+		if got := query("SELECT n::text FROM kept"); got != "42" {
+			t.Errorf("after Restart(crash %v): kept.n = %s", tc.crash, got)
+		}
+		if got := query("SELECT current_setting('work_mem')"); got != "7MB" {
+			t.Errorf("after Restart(crash %v): work_mem = %s, want the WithSetting 7MB", tc.crash, got)
+		}
+		log, err := os.ReadFile(c.LogPath())
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := string(log)[strings.LastIndex(string(log), "starting PostgreSQL"):]
+		if !strings.Contains(last, tc.recovery) {
+			t.Errorf("Restart(crash %v): the log since the last start lacks %q:\n%s", tc.crash, tc.recovery, last)
+		}
 	}
 }
 

@@ -21,6 +21,8 @@ func serverUser() (*osUser, error) { return nil, errUnsupported }
 
 func interrupt(p *os.Process) error { return p.Kill() }
 
+func quit(p *os.Process) error { return p.Kill() }
+
 func pidExists(int) bool { return true } // never sweep
 
 func startTime(int) string { return "" }

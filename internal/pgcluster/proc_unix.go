@@ -52,6 +52,10 @@ func serverUser() (*osUser, error) {
 // interrupt asks the postmaster for a fast shutdown.
 func interrupt(p *os.Process) error { return p.Signal(syscall.SIGINT) }
 
+// quit asks the postmaster for an immediate shutdown: no checkpoint, so the
+// next start recovers from WAL.
+func quit(p *os.Process) error { return p.Signal(syscall.SIGQUIT) }
+
 // pidExists reports whether a process with this pid exists and is not a
 // zombie.
 func pidExists(pid int) bool {

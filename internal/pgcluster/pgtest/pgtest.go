@@ -1,6 +1,23 @@
-// Package pgtest gives tests a PostgreSQL database: the one named by
-// $DATABASE_URL, or a fresh one on a throwaway cluster that the test binary
-// starts once and shares between its tests.
+// Package pgtest is the one way sfgen's tests get PostgreSQL.
+//
+// Every test that needs a database calls [DSN], which returns a database
+// of the test's own, dropped (with any sessions still open on it) when the
+// test ends. The database is created on the server $DATABASE_URL names
+// when that is set (as docker-compose.yml's test service does, with no
+// server binaries in the container), and otherwise on a throwaway cluster
+// that the test binary starts on first use and [Main] stops. Either way a
+// test can change anything in its database, the public schema's privileges
+// included, and leaves nothing behind.
+//
+// Roles are not per database, so a test that needs one asks [Role], which
+// names it uniquely (tests run in parallel, and several test binaries may
+// share one server) and removes it, with what it owns, when the test ends.
+//
+// The few tests that need a server of their own (to restart it, crash it
+// or change its settings) call [Server]. It starts a second cluster from
+// the same server binaries [pgcluster.Start] finds, and skips the test,
+// saying why, when there are none and $DATABASE_URL is set; with neither,
+// it fails, as DSN does, so that a missing server never passes as green.
 //
 // Use it as
 //
@@ -11,23 +28,16 @@
 //		...
 //	}
 //
-// With DATABASE_URL set (as docker-compose.yml does), DSN returns it
-// unchanged, and tests sharing that database must clean up after
-// themselves. Otherwise the first DSN call starts a cluster with
-// [pgcluster.Start] and every call creates a database of its own, dropped
-// (sessions still open on it included) when the test ends. Where no server
-// binaries are found, DSN fails the test with [pgcluster.ErrNoServer]'s
-// advice rather than skipping it, so that a missing server never passes as
-// green.
-//
-// Main stops the shared cluster once the tests have run. A binary that does
-// not call Main still loses its cluster when it exits, through Pdeathsig,
-// but leaves the directory behind for the next [pgcluster.Start] to sweep.
+// A binary that does not call Main still loses its cluster when it exits,
+// through Pdeathsig, but leaves the directory behind for the next
+// [pgcluster.Start] to sweep.
 package pgtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -35,8 +45,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/sfgen/sfgen/internal/pgcluster"
 )
+
+// EnvVar names the environment variable that, when set, is the URL of the
+// server tests create their databases on.
+const EnvVar = "DATABASE_URL"
+
+// Prefix starts the name of every database and role pgtest creates, so
+// that leftovers of a killed run are easy to find.
+const Prefix = "sfgen_test_"
 
 var (
 	mu       sync.Mutex
@@ -61,40 +82,114 @@ func cluster() (*pgcluster.Cluster, error) {
 	return shared, startErr
 }
 
-// DSN returns the URL of a database for t: $DATABASE_URL if set, else a new
-// database on the shared cluster, dropped in t.Cleanup.
-func DSN(t testing.TB) string {
+// ServerDSN returns the URL tests create their databases from: $DATABASE_URL
+// when set, else the shared cluster's postgres database. Tests should not
+// change anything there; it is for looking at the server as a whole (its
+// roles and databases).
+func ServerDSN(t testing.TB) string {
 	t.Helper()
-	if u := os.Getenv("DATABASE_URL"); u != "" {
+	if u := os.Getenv(EnvVar); u != "" {
 		return u
 	}
 	c, err := cluster()
 	if err != nil {
 		t.Fatalf("pgtest: no PostgreSQL for the test: %v", err)
 	}
-	name := dbName(t.Name(), seq.Add(1))
+	return c.DSN()
+}
+
+// External reports whether tests run against the server $DATABASE_URL
+// names rather than a throwaway cluster.
+func External() bool { return os.Getenv(EnvVar) != "" }
+
+// DSN returns the URL of a new, empty database for t (created from
+// template0), as the server DSN's user, dropped when t ends.
+func DSN(t testing.TB) string {
+	t.Helper()
+	server := ServerDSN(t)
+	name := uniqueName(t.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	dsn, err := c.CreateDatabase(ctx, name)
-	if err != nil {
-		t.Fatalf("pgtest: %v", err)
+	if err := exec(ctx, server, "CREATE DATABASE "+quoteIdent(name)+" TEMPLATE template0"); err != nil {
+		t.Fatalf("pgtest: create database %s on %s: %v (the role needs CREATEDB)", name, redact(server), err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := c.DropDatabase(ctx, name); err != nil {
-			t.Errorf("pgtest: %v", err)
+		if err := exec(ctx, server, "DROP DATABASE IF EXISTS "+quoteIdent(name)+" WITH (FORCE)"); err != nil {
+			t.Errorf("pgtest: drop database %s: %v", name, err)
 		}
 	})
+	dsn, err := withDatabase(server, name)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
 	return dsn
 }
 
-// dbName makes a database name, unique in the process, from a test name:
-// "t7_testfoo_sub_case", at most 63 bytes.
-func dbName(testName string, n int64) string {
+// Role creates a role for t named Prefix, base and a number unique on the
+// server, with the given attributes ("LOGIN NOSUPERUSER", say; empty for
+// a NOLOGIN role), and returns its name, which needs no quoting. When t
+// ends it ends the role's sessions, reassigns what it owns in database dsn
+// to dsn's user, drops its privileges there, and drops the role. base must
+// be lower-case letters, digits and underscores.
+func Role(t testing.TB, dsn, base, attributes string) string {
+	t.Helper()
+	for _, r := range base {
+		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_') {
+			t.Fatalf("pgtest: role base %q: want lower-case letters, digits and underscores", base)
+		}
+	}
+	name := uniqueName(base)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := exec(ctx, dsn, "CREATE ROLE "+name+" "+attributes); err != nil {
+		t.Fatalf("pgtest: create role %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := exec(ctx, dsn, "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE usename = '"+name+"'"); err != nil {
+			t.Errorf("pgtest: end role %s's sessions: %v", name, err)
+		}
+		for _, s := range []string{"REASSIGN OWNED BY " + name + " TO CURRENT_USER", "DROP OWNED BY " + name, "DROP ROLE " + name} {
+			if err := exec(ctx, dsn, s); err != nil {
+				t.Errorf("pgtest: remove role %s: %s: %v", name, s, err)
+				return
+			}
+		}
+	})
+	return name
+}
+
+// Server starts a PostgreSQL server for t alone, stopped when t ends, for
+// a test that restarts, crashes or reconfigures it. Where there are no
+// server binaries it skips t if $DATABASE_URL is set (the tests that need
+// only a database still run) and fails it otherwise.
+func Server(t testing.TB, opts ...pgcluster.Option) *pgcluster.Cluster {
+	t.Helper()
+	c, err := pgcluster.Start(context.Background(), opts...)
+	if errors.Is(err, pgcluster.ErrNoServer) && External() {
+		t.Skipf("pgtest: needs a PostgreSQL server of its own, and there are no server binaries here: %v", err)
+	}
+	if err != nil {
+		t.Fatalf("pgtest: start a server for the test: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return c
+}
+
+// uniqueName makes a name, unique on a server that other test processes
+// share, from s: Prefix, the process id, a counter and s lower-cased with
+// anything but letters and digits as '_', at most 63 bytes.
+func uniqueName(s string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "t%d_", n)
-	for _, r := range strings.ToLower(testName) {
+	fmt.Fprintf(&b, "%s%d_%d_", Prefix, os.Getpid(), seq.Add(1))
+	for _, r := range strings.ToLower(s) {
 		if b.Len() >= 63 {
 			break
 		}
@@ -106,6 +201,53 @@ func dbName(testName string, n int64) string {
 	}
 	return b.String()
 }
+
+// withDatabase returns dsn (a URL or keyword/value string) naming database
+// db instead of its own.
+func withDatabase(dsn, db string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parse $%s: %v", EnvVar, redactError(err))
+		}
+		u.Path = "/" + db
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	// In keyword/value form a later keyword wins.
+	return dsn + " dbname=" + db, nil
+}
+
+// exec runs sql, one or more statements, on database dsn.
+func exec(ctx context.Context, dsn, sql string) error {
+	conn, err := pgconn.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	_, err = conn.Exec(ctx, sql).ReadAll()
+	return err
+}
+
+// redact returns dsn's host, port and database, for messages.
+func redact(dsn string) string {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return "$" + EnvVar
+	}
+	return fmt.Sprintf("host=%s port=%d dbname=%s", cfg.Host, cfg.Port, cfg.Database)
+}
+
+// redactError drops a url.Error's URL, which may hold a password.
+func redactError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // Main runs the tests and then stops the shared cluster, if one was
 // started. It returns m.Run's exit code, for os.Exit.
