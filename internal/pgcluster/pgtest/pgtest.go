@@ -35,6 +35,8 @@ package pgtest
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -162,6 +164,25 @@ func Role(t testing.TB, dsn, base, attributes string) string {
 	return name
 }
 
+// LoginRole creates a role as [Role] does, LOGIN NOSUPERUSER NOCREATEDB
+// NOCREATEROLE with a random password, and returns its name and the URL of
+// database dsn as that role (which works on a server that asks for
+// passwords, as $DATABASE_URL's may). extra adds attributes.
+func LoginRole(t testing.TB, dsn, base, extra string) (name, roleDSN string) {
+	t.Helper()
+	pw := make([]byte, 16)
+	if _, err := rand.Read(pw); err != nil {
+		t.Fatal(err)
+	}
+	password := hex.EncodeToString(pw)
+	name = Role(t, dsn, base, "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD '"+password+"' "+extra)
+	roleDSN, err := withUser(dsn, name, password)
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return name, roleDSN
+}
+
 // Server starts a PostgreSQL server for t alone, stopped when t ends, for
 // a test that restarts, crashes or reconfigures it. Where there are no
 // server binaries it skips t if $DATABASE_URL is set (the tests that need
@@ -216,6 +237,20 @@ func withDatabase(dsn, db string) (string, error) {
 	}
 	// In keyword/value form a later keyword wins.
 	return dsn + " dbname=" + db, nil
+}
+
+// withUser returns dsn (a URL or keyword/value string) logging in as user
+// with password instead.
+func withUser(dsn, user, password string) (string, error) {
+	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			return "", fmt.Errorf("parse DSN: %v", redactError(err))
+		}
+		u.User = url.UserPassword(user, password)
+		return u.String(), nil
+	}
+	return dsn + " user=" + user + " password=" + password, nil
 }
 
 // exec runs sql, one or more statements, on database dsn.

@@ -96,6 +96,26 @@ func TestRole(t *testing.T) {
 	}
 }
 
+func TestLoginRole(t *testing.T) {
+	ctx := context.Background()
+	dsn := DSN(t)
+	name, as := LoginRole(t, dsn, "login", "")
+	conn, err := pgx.Connect(ctx, as)
+	if err != nil {
+		t.Fatalf("connect as %s: %v", name, err)
+	}
+	defer conn.Close(ctx)
+	var user, db string
+	var super, createdb bool
+	if err := conn.QueryRow(ctx, "SELECT current_user, current_database(), rolsuper, rolcreatedb FROM pg_catalog.pg_roles WHERE rolname = current_user").Scan(&user, &db, &super, &createdb); err != nil {
+		t.Fatal(err)
+	}
+	want, _ := pgx.ParseConfig(dsn)
+	if user != name || db != want.Database || super || createdb {
+		t.Errorf("as the login role: user %s, database %s, superuser %v, createdb %v; want %s, %s, false, false", user, db, super, createdb, name, want.Database)
+	}
+}
+
 func TestRoleRefusesAnUnsafeBase(t *testing.T) {
 	ft := &fatalRecorder{TB: t}
 	func() {
