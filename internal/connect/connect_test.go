@@ -383,12 +383,16 @@ func TestRedact(t *testing.T) {
 // password (here a database named like it) has it removed, from every way
 // of connecting.
 func TestServerErrorsRedacted(t *testing.T) {
-	u, err := url.Parse(pgtest.DSN(t))
+	dsn := pgtest.DSN(t)
+	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A role whose password is pw, so that the login succeeds on a server
+	// that asks for one and the error is the missing database's.
 	const pw = secret + "Secret"
-	u.User = url.UserPassword(u.User.Username(), pw)
+	role := pgtest.Role(t, dsn, "redact", "LOGIN PASSWORD '"+pw+"'")
+	u.User = url.UserPassword(role, pw)
 	u.Path = "/" + pw
 	for _, o := range openers[2:] {
 		t.Run(o.name, func(t *testing.T) {

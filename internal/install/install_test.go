@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,16 +24,31 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
-var schemaSeq atomic.Int64
+var (
+	schemaSeq atomic.Int64
+	dsns      sync.Map // *sql.DB from database -> its DSN
+)
 
-// database opens a test database and names a schema of the test's own,
-// dropped afterwards (with $DATABASE_URL, tests share one database).
+// dsnOf returns the DSN database opened db with.
+func dsnOf(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	dsn, ok := dsns.Load(db)
+	if !ok {
+		t.Fatal("dsnOf: db did not come from database")
+	}
+	return dsn.(string)
+}
+
+// database opens a database of the test's own and names a schema in it
+// for the test to install into.
 func database(t *testing.T) (*sql.DB, string) {
 	t.Helper()
-	db, err := sql.Open("pgx", pgtest.DSN(t))
+	dsn := pgtest.DSN(t)
+	db, err := sql.Open("pgx", dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
+	dsns.Store(db, dsn)
 	schema := fmt.Sprintf("sfgen_install_%d_%d", os.Getpid(), schemaSeq.Add(1))
 	t.Cleanup(func() {
 		db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
@@ -303,15 +319,10 @@ CREATE FUNCTION ` + evil + `.clock_timestamp() RETURNS timestamptz LANGUAGE sql 
 // (created if missing), and drops it and what it owns afterwards.
 func otherRole(t *testing.T, db *sql.DB, schema string) string {
 	t.Helper()
-	role := schema + "_mallory"
-	if _, err := db.Exec("CREATE ROLE " + role + "; CREATE SCHEMA IF NOT EXISTS " + schema + "; GRANT CREATE, USAGE ON SCHEMA " + schema + " TO " + role); err != nil {
+	role := pgtest.Role(t, dsnOf(t, db), "mallory", "")
+	if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + schema + "; GRANT CREATE, USAGE ON SCHEMA " + schema + " TO " + role); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE")
-		db.Exec("DROP OWNED BY " + role)
-		db.Exec("DROP ROLE IF EXISTS " + role)
-	})
 	return role
 }
 
@@ -330,49 +341,61 @@ func asRole(t *testing.T, db *sql.DB, role, sql string) {
 func TestApplyRefuses(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		setup   func(t *testing.T, db *sql.DB, schema string)
+		setup   func(t *testing.T, db *sql.DB, schema string) (role string)
 		want    error
-		message string
+		message string // {schema} and {role} replaced
 	}{
-		{"another role's state sequence", func(t *testing.T, db *sql.DB, schema string) {
-			asRole(t, db, otherRole(t, db, schema), "CREATE SEQUENCE "+schema+".snowflake_state")
-		}, ErrForeignObject, "sequence %s.snowflake_state owned by %s_mallory"},
-		{"another role's snowflake_next_id()", func(t *testing.T, db *sql.DB, schema string) {
-			asRole(t, db, otherRole(t, db, schema), "CREATE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
-		}, ErrForeignObject, "function %s.snowflake_next_id() owned by %s_mallory"},
-		{"an overload added to an install", func(t *testing.T, db *sql.DB, schema string) {
+		{"another role's state sequence", func(t *testing.T, db *sql.DB, schema string) string {
+			role := otherRole(t, db, schema)
+			asRole(t, db, role, "CREATE SEQUENCE "+schema+".snowflake_state")
+			return role
+		}, ErrForeignObject, "sequence {schema}.snowflake_state owned by {role}"},
+		{"another role's snowflake_next_id()", func(t *testing.T, db *sql.DB, schema string) string {
+			role := otherRole(t, db, schema)
+			asRole(t, db, role, "CREATE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
+			return role
+		}, ErrForeignObject, "function {schema}.snowflake_next_id() owned by {role}"},
+		{"an overload added to an install", func(t *testing.T, db *sql.DB, schema string) string {
 			if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
 				t.Fatal(err)
 			}
 			db.Exec("DELETE FROM " + schema + "." + VersionTable + " WHERE version_id = 2") // so that there is something to apply
-			asRole(t, db, otherRole(t, db, schema), "CREATE FUNCTION "+schema+".snowflake_node_bits(x integer DEFAULT 0) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
-		}, ErrForeignObject, "function %s.snowflake_node_bits(integer) owned by %s_mallory"},
-		{"the installer's own objects, not sfgen's", func(t *testing.T, db *sql.DB, schema string) {
+			role := otherRole(t, db, schema)
+			asRole(t, db, role, "CREATE FUNCTION "+schema+".snowflake_node_bits(x integer DEFAULT 0) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
+			return role
+		}, ErrForeignObject, "function {schema}.snowflake_node_bits(integer) owned by {role}"},
+		{"the installer's own objects, not sfgen's", func(t *testing.T, db *sql.DB, schema string) string {
 			db.Exec("CREATE SCHEMA " + schema + "; CREATE TABLE " + schema + ".snowflake_state (id int)")
-		}, ErrForeignObject, "table %s.snowflake_state owned by"},
-		{"another role's version table", func(t *testing.T, db *sql.DB, schema string) {
-			asRole(t, db, otherRole(t, db, schema), "CREATE TABLE "+schema+"."+VersionTable+" (id serial, version_id bigint, is_applied boolean, tstamp timestamp)")
-		}, ErrForeignObject, "table %s.sfgen_db_version owned by %s_mallory"},
-		{"a schema another role owns", func(t *testing.T, db *sql.DB, schema string) {
+			return ""
+		}, ErrForeignObject, "table {schema}.snowflake_state owned by"},
+		{"another role's version table", func(t *testing.T, db *sql.DB, schema string) string {
+			role := otherRole(t, db, schema)
+			asRole(t, db, role, "CREATE TABLE "+schema+"."+VersionTable+" (id serial, version_id bigint, is_applied boolean, tstamp timestamp)")
+			return role
+		}, ErrForeignObject, "table {schema}.sfgen_db_version owned by {role}"},
+		{"a schema another role owns", func(t *testing.T, db *sql.DB, schema string) string {
 			role := otherRole(t, db, schema)
 			db.Exec("ALTER SCHEMA " + schema + " OWNER TO " + role)
-		}, ErrUntrustedSchema, "schema %s is owned by role %s_mallory"},
-		{"another layout", func(t *testing.T, db *sql.DB, schema string) {
+			return role
+		}, ErrUntrustedSchema, "schema {schema} is owned by role {role}"},
+		{"another layout", func(t *testing.T, db *sql.DB, schema string) string {
 			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT 'epoch=1 timestamp=41 datacenter=5 machine=5 sequence=12'$$")
+			return ""
 		}, ErrLayoutMismatch, "holds sfgen functions for layout epoch=1 timestamp=41"},
-		{"a newer release", func(t *testing.T, db *sql.DB, schema string) {
+		{"a newer release", func(t *testing.T, db *sql.DB, schema string) string {
 			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT '" + snowflake.Twitter.String() + "'$$; CREATE FUNCTION " + schema + ".snowflake_release() RETURNS integer LANGUAGE sql AS 'SELECT 3'")
+			return ""
 		}, ErrNewerRelease, "is at sfgen release 3, newer than this SQL (release 2)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, schema := database(t)
-			tc.setup(t, db, schema)
+			role := tc.setup(t, db, schema)
 			before := objects(t, db, schema)
 			_, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Apply = %v; want %v", err, tc.want)
 			}
-			if msg := strings.ReplaceAll(tc.message, "%s", schema); !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") || strings.HasPrefix(err.Error(), "sfgen: ") {
+			if msg := strings.NewReplacer("{schema}", schema, "{role}", role).Replace(tc.message); !strings.Contains(err.Error(), msg) || strings.Contains(err.Error(), "\n") || strings.HasPrefix(err.Error(), "sfgen: ") {
 				t.Errorf("Apply = %q; want one line with %q", err, msg)
 			}
 			if after := objects(t, db, schema); fmt.Sprint(after) != fmt.Sprint(before) {
@@ -520,15 +543,10 @@ func TestInsertersNeedNoUsageOnTheSchema(t *testing.T) {
 	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
-	role := schema + "_app"
-	if _, err := db.Exec("CREATE ROLE " + role + "; CREATE TABLE public." + schema + "_t (id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id(), n int); GRANT INSERT, SELECT ON public." + schema + "_t TO " + role); err != nil {
+	role := pgtest.Role(t, dsnOf(t, db), "app", "")
+	if _, err := db.Exec("CREATE TABLE public." + schema + "_t (id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id(), n int); GRANT INSERT, SELECT ON public." + schema + "_t TO " + role); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		db.Exec("DROP TABLE IF EXISTS public." + schema + "_t")
-		db.Exec("DROP OWNED BY " + role)
-		db.Exec("DROP ROLE IF EXISTS " + role)
-	})
 	var usage bool
 	db.QueryRow("SELECT has_schema_privilege($1, $2, 'USAGE')", role, schema).Scan(&usage)
 	if usage {

@@ -429,9 +429,6 @@ func TestUpgradeKeepsGenerator(t *testing.T) {
 	// the public schema with its own goose: in a database of its own.
 	t.Run("migrations_fs_in_public", func(t *testing.T) {
 		t.Parallel()
-		if os.Getenv("DATABASE_URL") != "" {
-			t.Skip("needs a database of its own for the public schema; $DATABASE_URL is shared")
-		}
 		ctx := context.Background()
 		db, dsn := upgradeDB(t)
 		f := &fixture{t: t, db: db, dsn: dsn, schema: "public"}
