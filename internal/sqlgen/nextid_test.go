@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
@@ -24,6 +25,8 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgcluster"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -93,49 +96,99 @@ func checkUnique(t testing.TB, ids []int64) {
 
 var tw = snowflake.Twitter
 
-// TestNextIDScriptRerunKeepsNodeAndState: psql -f the plain script twice
-// on one database works, and the second run keeps the node that was set
-// after the first and does not move the state back.
+// findPsql returns a psql that runs: the one on PATH, or the one beside
+// the server binaries pgcluster would use; or why there is none.
+func findPsql() (string, error) {
+	var candidates, tried []string
+	if p, err := exec.LookPath("psql"); err == nil {
+		candidates = append(candidates, p)
+	} else {
+		tried = append(tried, "PATH: "+err.Error())
+	}
+	if dir, err := pgcluster.FindBinDir(""); err == nil {
+		candidates = append(candidates, filepath.Join(dir, "psql"))
+	} else {
+		tried = append(tried, err.Error())
+	}
+	for _, p := range candidates {
+		out, err := exec.Command(p, "--version").CombinedOutput()
+		if err == nil {
+			return p, nil
+		}
+		tried = append(tried, fmt.Sprintf("%s --version: %v: %s", p, err, strings.TrimSpace(string(out))))
+	}
+	return "", fmt.Errorf("no psql that runs (%s)", strings.Join(tried, "; "))
+}
+
+// TestNextIDScriptRerunKeepsNodeAndState: the plain script runs twice on
+// one database, and the second run keeps the node that was set after the
+// first and does not move the state back. It runs the script as psql -f
+// does, where a psql is at hand, and always as one simple-protocol query
+// (all that a client with no psql, such as docker-compose's test service,
+// can do).
 func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
-	dsn := newDB(t)
 	script, err := sqlgen.Script(sqlgen.Options{Datacenter: 3, Machine: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
-	path := filepath.Join(t.TempDir(), "snowflake.sql")
-	if err := writeFile(path, script); err != nil {
-		t.Fatal(err)
-	}
-	psql := func() {
-		t.Helper()
-		out, err := exec.Command(filepath.Join(pgBin, "psql"), "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", path).CombinedOutput()
-		if err != nil {
-			t.Fatalf("psql -f: %v\n%s", err, out)
-		}
-	}
-	psql()
-	conn := connect(t, dsn)
-	var dc, m int
-	if err := conn.QueryRow(context.Background(), "SELECT datacenter_id, machine_id FROM snowflake_node()").Scan(&dc, &m); err != nil || dc != 3 || m != 7 {
-		t.Fatalf("after install, node = %d/%d, %v; want 3/7", dc, m, err)
-	}
-	mustExec(t, conn, "SELECT snowflake_set_node(30, 1)")
-	// Seed the state a minute ahead, as if many IDs had been borrowed.
-	ahead := (nowMs(t, conn) + 60000) << 12
-	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", ahead)
-	before := queryInt(t, conn, "SELECT snowflake_next_id()")
-	psql()
-	conn2 := connect(t, dsn)
-	if err := conn2.QueryRow(context.Background(), "SELECT datacenter_id, machine_id FROM snowflake_node()").Scan(&dc, &m); err != nil || dc != 30 || m != 1 {
-		t.Fatalf("after the second run, node = %d/%d, %v; want 30/1 kept", dc, m, err)
-	}
-	after := queryInt(t, conn2, "SELECT snowflake_next_id()")
-	if after <= before {
-		t.Fatalf("after the second run, next ID %d <= %d from before it: state was reset", after, before)
-	}
-	id, _ := tw.Decompose(snowflake.ID(after))
-	if id.Datacenter != 30 || id.Machine != 1 {
-		t.Fatalf("ID %d has node %d/%d, want 30/1", after, id.Datacenter, id.Machine)
+	for _, runner := range []struct {
+		name string
+		run  func(t *testing.T, dsn string)
+	}{
+		{"simple query", func(t *testing.T, dsn string) {
+			t.Helper()
+			c, err := pgx.Connect(context.Background(), dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close(context.Background())
+			if _, err := c.Exec(context.Background(), string(script)); err != nil {
+				t.Fatalf("script: %v", err)
+			}
+		}},
+		{"psql -f", func(t *testing.T, dsn string) {
+			t.Helper()
+			psql, err := findPsql()
+			if err != nil {
+				t.Skipf("%v: the script is run as one query in the other subtest", err)
+			}
+			path := filepath.Join(t.TempDir(), "snowflake.sql")
+			if err := os.WriteFile(path, script, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", path).CombinedOutput()
+			if err != nil {
+				t.Fatalf("psql -f: %v\n%s", err, out)
+			}
+		}},
+	} {
+		t.Run(runner.name, func(t *testing.T) {
+			dsn := pgtest.DSN(t)
+			runner.run(t, dsn)
+			conn := connect(t, dsn)
+			var dc, m int
+			if err := conn.QueryRow(context.Background(), "SELECT datacenter_id, machine_id FROM snowflake_node()").Scan(&dc, &m); err != nil || dc != 3 || m != 7 {
+				t.Fatalf("after install, node = %d/%d, %v; want 3/7", dc, m, err)
+			}
+			mustExec(t, conn, "SELECT snowflake_set_node(30, 1)")
+			// Seed the state a minute ahead, as if many IDs had been borrowed.
+			ahead := (nowMs(t, conn) + 60000) << 12
+			mustExec(t, conn, "SELECT setval('snowflake_state', $1)", ahead)
+			before := queryInt(t, conn, "SELECT snowflake_next_id()")
+			runner.run(t, dsn)
+			conn2 := connect(t, dsn)
+			if err := conn2.QueryRow(context.Background(), "SELECT datacenter_id, machine_id FROM snowflake_node()").Scan(&dc, &m); err != nil || dc != 30 || m != 1 {
+				t.Fatalf("after the second run, node = %d/%d, %v; want 30/1 kept", dc, m, err)
+			}
+			after := queryInt(t, conn2, "SELECT snowflake_next_id()")
+			if after <= before {
+				t.Fatalf("after the second run, next ID %d <= %d from before it: state was reset", after, before)
+			}
+			id, _ := tw.Decompose(snowflake.ID(after))
+			if id.Datacenter != 30 || id.Machine != 1 {
+				t.Fatalf("ID %d has node %d/%d, want 30/1", after, id.Datacenter, id.Machine)
+			}
+		})
 	}
 }
 
@@ -143,7 +196,7 @@ func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
 // the schema with exactly the objects it had before (but the version
 // table), and Up again works.
 func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
-	dsn := newDB(t)
+	dsn := pgtest.DSN(t)
 	ctx := context.Background()
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
@@ -233,7 +286,7 @@ func contains(s []string, x string) bool {
 // every ID carries the node, and its time is the clock's, floored, at
 // most a few milliseconds behind.
 func TestNextIDConcurrentUniqueAndMonotonic(t *testing.T) {
-	dsn := newDB(t)
+	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
 	installScript(t, conn, sqlgen.Options{Datacenter: 21, Machine: 12})
 	mustExec(t, conn, `CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(),
@@ -308,7 +361,7 @@ func TestNextIDConcurrentUniqueAndMonotonic(t *testing.T) {
 // from clock_timestamp(), not from the statement's start time: they span
 // several milliseconds, distinct and increasing.
 func TestNextIDOneStatementUsesTheClock(t *testing.T) {
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	mustExec(t, conn, "CREATE TABLE t (n int, id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	mustExec(t, conn, "INSERT INTO t(n) SELECT g FROM generate_series(1, 20000) g")
@@ -331,7 +384,7 @@ func TestNextIDOneStatementUsesTheClock(t *testing.T) {
 // after the clock stepped back a minute), IDs carry on from the highest
 // one issued, at once: no error, no waiting.
 func TestNextIDClockStepsBack(t *testing.T) {
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	last := queryInt(t, conn, "SELECT snowflake_next_id()")
 	lastMs := (last >> 22) + tw.Epoch()
@@ -366,7 +419,7 @@ func TestNextIDClockStepsBack(t *testing.T) {
 // next ID takes sequence 0 of the next millisecond at once (borrows it)
 // rather than waiting for the clock.
 func TestNextIDBorrowsTheNextMillisecond(t *testing.T) {
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	ms := nowMs(t, conn) + 5000
 	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", ms<<12|4093)
@@ -401,7 +454,7 @@ func TestNextIDBorrowsTheNextMillisecond(t *testing.T) {
 // never handed out again, even after the state falls behind and is moved
 // up to the clock.
 func TestNextIDRollbackNeverReuses(t *testing.T) {
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), v int)")
 	ctx := context.Background()
@@ -423,22 +476,29 @@ func TestNextIDRollbackNeverReuses(t *testing.T) {
 	}
 }
 
-// TestNextIDSurvivesRestart: after a clean restart and after a crash
-// (immediate stop, recovery from WAL), the next ID is above every ID
-// handed out before, even when the state was ahead of the clock.
+// TestNextIDSurvivesRestart: after a clean restart (fast shutdown) and
+// after a crash (immediate shutdown, recovery from WAL), the next ID is
+// above every ID handed out before, even when the state was ahead of the
+// clock and the last IDs came from a transaction that wrote nothing else.
+// It needs a server of its own to restart, so it skips where there are no
+// server binaries (docker-compose's test service).
 func TestNextIDSurvivesRestart(t *testing.T) {
-	dsn := newDB(t)
+	cluster := pgtest.Server(t)
+	dsn := cluster.DSN()
 	ctx := context.Background()
-	for _, mode := range []string{"fast", "immediate"} {
+	conn := connect(t, dsn)
+	installScript(t, conn, sqlgen.Options{})
+	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
+	// The state ahead of the clock: only the state itself can say where IDs are.
+	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+3000)<<12)
+	conn.Close(ctx)
+	for _, restart := range []struct {
+		name  string
+		crash bool
+	}{{"fast shutdown", false}, {"crash", true}} {
 		conn, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if mode == "fast" {
-			installScript(t, conn, sqlgen.Options{})
-			mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
-			// The state ahead of the clock: only the state itself can say where IDs are.
-			mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+3000)<<12)
 		}
 		var last int64
 		for i := 0; i < 100; i++ {
@@ -447,12 +507,12 @@ func TestNextIDSurvivesRestart(t *testing.T) {
 		// A read-only transaction that only takes IDs: it must not lose them.
 		last = queryInt(t, conn, "SELECT max(snowflake_next_id()) FROM generate_series(1, 50)")
 		conn.Close(ctx)
-		if err := cluster.restart(mode); err != nil {
-			t.Fatal(err)
+		if err := cluster.Restart(ctx, restart.crash); err != nil {
+			t.Fatalf("restart (%s): %v", restart.name, err)
 		}
 		conn = connect(t, dsn)
 		if next := queryInt(t, conn, "SELECT snowflake_next_id()"); next <= last {
-			t.Fatalf("after a %s restart, next ID %d <= %d before it", mode, next, last)
+			t.Fatalf("after a %s, next ID %d <= %d before it", restart.name, next, last)
 		}
 	}
 }
@@ -462,7 +522,7 @@ func TestNextIDSurvivesRestart(t *testing.T) {
 // pg_cancel_backend at random) and catch-ups are cut short: no lock is
 // left held, nobody waits on anybody, and every ID is unique.
 func TestNextIDCancelNeverLeavesALock(t *testing.T) {
-	dsn := newDB(t)
+	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
 	installScript(t, conn, sqlgen.Options{})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), w int)")
@@ -563,7 +623,7 @@ func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 // state up inside a transaction it keeps open holds no lock; another
 // session that must move it up too does so at once.
 func TestNextIDCatchUpInOpenTransactionBlocksNoOne(t *testing.T) {
-	dsn := newDB(t)
+	dsn := pgtest.DSN(t)
 	a := connect(t, dsn)
 	installScript(t, a, sqlgen.Options{})
 	mustExec(t, a, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
@@ -594,13 +654,13 @@ func TestNextIDCatchUpInOpenTransactionBlocksNoOne(t *testing.T) {
 // with the default, but cannot change the node, set the state, or move
 // the guard; its sessions have no setting that changes the node.
 func TestNextIDNodeOnlyOwnerChanges(t *testing.T) {
-	dsn := newDB(t)
+	dsn := pgtest.DSN(t)
 	owner := connect(t, dsn)
 	installScript(t, owner, sqlgen.Options{Datacenter: 4, Machine: 2})
 	mustExec(t, owner, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
-	mustExec(t, owner, "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'nextid_app') THEN CREATE ROLE nextid_app LOGIN; END IF; END $$")
-	mustExec(t, owner, "GRANT INSERT, SELECT ON t TO nextid_app")
-	app := connect(t, strings.Replace(dsn, "user=postgres", "user=nextid_app", 1))
+	role, roleDSN := pgtest.LoginRole(t, dsn, "nextid_app", "")
+	mustExec(t, owner, "GRANT INSERT, SELECT ON t TO "+role)
+	app := connect(t, roleDSN)
 	id := queryInt(t, app, "INSERT INTO t DEFAULT VALUES RETURNING id")
 	if d, _ := tw.Decompose(snowflake.ID(id)); d.Datacenter != 4 || d.Machine != 2 {
 		t.Fatalf("app's ID has node %d/%d, want 4/2", d.Datacenter, d.Machine)
@@ -619,7 +679,7 @@ func TestNextIDNodeOnlyOwnerChanges(t *testing.T) {
 		}
 	}
 	// Even with EXECUTE granted, a non-owner gets one clear error.
-	mustExec(t, owner, "GRANT EXECUTE ON FUNCTION snowflake_set_node(integer, integer) TO nextid_app")
+	mustExec(t, owner, "GRANT EXECUTE ON FUNCTION snowflake_set_node(integer, integer) TO "+role)
 	_, err := app.Exec(context.Background(), "SELECT snowflake_set_node(9, 9)")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "only the owner") {
@@ -639,12 +699,17 @@ func TestNextIDNodeOnlyOwnerChanges(t *testing.T) {
 // INSERT, open before the owner changes the node, uses the new node on its
 // next transaction (the plan that folded the old node is invalidated).
 func TestNextIDNodeChangeReachesLongLivedSessions(t *testing.T) {
-	dsn := newDB(t)
+	dsn := pgtest.DSN(t)
 	owner := connect(t, dsn)
 	installScript(t, owner, sqlgen.Options{Datacenter: 1, Machine: 1})
 	mustExec(t, owner, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, dsn+" pool_max_conns=1")
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +741,7 @@ func TestNextIDOtherLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{Layout: l, Schema: "other", Datacenter: 63, Machine: 5})
 	before := nowMs(t, conn)
 	id := queryInt(t, conn, "SELECT other.snowflake_next_id()")
@@ -704,7 +769,7 @@ func TestNextIDOtherLayout(t *testing.T) {
 // and the catch-up disagreed on "due", one session made a dozen slow calls
 // per catch-up, each a PL/pgSQL call for nothing.)
 func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), guard bigint)")
 	mustExec(t, conn, "BEGIN")
@@ -732,7 +797,7 @@ func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 // is recent, and never once it is sqlgen.StaleAfter old or more (the IDs'
 // time would fall behind the clock): then the call catches up.
 func TestNextIDFastPathWindow(t *testing.T) {
-	conn := connect(t, newDB(t))
+	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	guard := func() int64 { return queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')") }
 	queryInt(t, conn, "SELECT snowflake_next_id()") // a first catch-up
