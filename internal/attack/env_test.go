@@ -2,16 +2,12 @@ package attack
 
 import (
 	"context"
-	"crypto/rand"
 	"database/sql"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -27,22 +23,16 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // and the roles the test made.
 type env struct {
 	t     *testing.T
+	dsn   string          // the superuser's
 	cfg   *pgx.ConnConfig // the superuser's
 	db    *sql.DB         // the superuser's pool
 	mu    sync.Mutex
 	roles map[string]string // role name -> password
 }
 
-var (
-	roleSeq atomic.Int64
-	dbSeq   atomic.Int64
-)
-
-// newEnv gives t a database of its own as the superuser. pgtest makes one
-// per test on its throwaway cluster; with $DATABASE_URL (one database
-// shared by every test) newEnv creates one on that server, because the
-// attacks change the public schema's privileges and fill it with hostile
-// objects.
+// newEnv gives t a database of its own, from pgtest, as the superuser
+// (the attacks change the public schema's privileges and fill it with
+// hostile objects).
 func newEnv(t *testing.T) *env {
 	t.Helper()
 	dsn := pgtest.DSN(t)
@@ -50,68 +40,25 @@ func newEnv(t *testing.T) *env {
 	if err != nil {
 		t.Fatalf("parse DSN: %v", err)
 	}
-	if os.Getenv("DATABASE_URL") != "" {
-		cfg = ownDatabase(t, cfg)
-	}
-	e := &env{t: t, cfg: cfg, roles: map[string]string{}}
+	e := &env{t: t, dsn: dsn, cfg: cfg, roles: map[string]string{}}
 	e.db = stdlib.OpenDB(*cfg)
 	t.Cleanup(func() { e.db.Close() })
 	return e
 }
 
-// ownDatabase creates a database for t on the server cfg names and drops
-// it when t ends.
-func ownDatabase(t *testing.T, cfg *pgx.ConnConfig) *pgx.ConnConfig {
-	t.Helper()
-	name := fmt.Sprintf("sfgen_attack_%d_%d", os.Getpid(), dbSeq.Add(1))
-	admin := stdlib.OpenDB(*cfg)
-	defer admin.Close()
-	if _, err := admin.ExecContext(context.Background(), "CREATE DATABASE "+sqlgen.QuoteIdentifier(name)); err != nil {
-		t.Fatalf("create database %s: %v", name, err)
-	}
-	own := cfg.Copy()
-	own.Database = name
-	t.Cleanup(func() {
-		admin := stdlib.OpenDB(*cfg)
-		defer admin.Close()
-		if _, err := admin.ExecContext(context.Background(), "DROP DATABASE IF EXISTS "+sqlgen.QuoteIdentifier(name)+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	return own
-}
-
 // role creates a LOGIN role, NOSUPERUSER and with nothing granted, named
-// base plus the process id and a counter (roles are cluster-wide, and
-// tests run in parallel), and removes it, with what it owns in this
-// database, when the test ends.
+// after base by pgtest (unique on the server, removed with what it owns
+// when the test ends).
 func (e *env) role(base string) string {
 	e.t.Helper()
-	name := fmt.Sprintf("%s_%d_%d", base, os.Getpid(), roleSeq.Add(1))
-	pw := make([]byte, 12)
-	if _, err := rand.Read(pw); err != nil {
+	name, dsn := pgtest.LoginRole(e.t, e.dsn, base, "")
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
 		e.t.Fatal(err)
 	}
-	password := hex.EncodeToString(pw)
-	e.exec(fmt.Sprintf("CREATE ROLE %s LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD %s",
-		sqlgen.QuoteIdentifier(name), sqlgen.QuoteLiteral(password)))
 	e.mu.Lock()
-	e.roles[name] = password
+	e.roles[name] = cfg.Password
 	e.mu.Unlock()
-	e.t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		q := sqlgen.QuoteIdentifier(name)
-		// Its sessions first (a test that failed midway may leave one
-		// waiting on a lock).
-		_, _ = e.db.ExecContext(ctx, "SELECT pg_catalog.pg_terminate_backend(pid) FROM pg_catalog.pg_stat_activity WHERE usename = $1", name)
-		for _, s := range []string{"REASSIGN OWNED BY " + q + " TO CURRENT_USER", "DROP OWNED BY " + q, "DROP ROLE " + q} {
-			if _, err := e.db.ExecContext(ctx, s); err != nil {
-				e.t.Errorf("remove role %s: %s: %v", name, s, err)
-				return
-			}
-		}
-	})
 	return name
 }
 
