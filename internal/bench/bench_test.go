@@ -3,6 +3,7 @@ package bench
 import (
 	"bytes"
 	"context"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -37,20 +39,29 @@ func TestRun(t *testing.T) {
 		t.Skipf("no pg_walinspect: %v", err)
 	}
 	var progress bytes.Buffer
-	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2, Progress: &progress})
+	probe := &lagProbe{t: t, conn: conn, schema: "bench_ids", progress: &progress}
+	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2, Progress: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []Variant{res.Bigserial, res.Snowflake} {
 		if v.Rows == 0 || v.TPS <= 0 || len(v.RoundTPS) != 2 || v.WALPerRow <= 0 || v.SeqWALPerID < 0 {
-			t.Errorf("%s: %+v", v.Name, v)
+			t.Errorf("%s: %+v\nprogress:\n%s", v.Name, v, progress.String())
 		}
 	}
 	if len(res.RoundRatios) != 2 || res.RoundRatios[0] <= 0 {
 		t.Errorf("round ratios %v, want one per round", res.RoundRatios)
 	}
-	if res.Lag.Rows < res.Snowflake.Rows || res.Lag.P50 < 0 || res.Lag.P99 < res.Lag.P50 {
-		t.Errorf("lag %+v", res.Lag)
+	if l := res.Lag; l.Rows < res.Snowflake.Rows || l.Min < 0 || l.P50 < l.Min || l.P99 < l.P50 || l.Max < l.P99 {
+		t.Errorf("lag %+v for %d rows; want every row, 0 <= min <= p50 <= p99 <= max", l, res.Snowflake.Rows)
+	}
+	// The same figures, worked out here in Go from the rows themselves.
+	if len(probe.lags) == 0 {
+		t.Fatalf("the probe read no rows; progress:\n%s", progress.String())
+	}
+	want := Lag{P50: quantile(probe.lags, 0.5), P99: quantile(probe.lags, 0.99), Max: quantile(probe.lags, 1), Min: quantile(probe.lags, 0), Rows: int64(len(probe.lags))}
+	if got := res.Lag; got.Rows != want.Rows || !near(got.P50, want.P50) || !near(got.P99, want.P99) || !near(got.Max, want.Max) || !near(got.Min, want.Min) {
+		t.Errorf("lag %+v; the rows' own (Go's Decompose against the stored clock_timestamp()) are %+v", got, want)
 	}
 	if strings.Count(progress.String(), "round ") != 4 {
 		t.Errorf("progress:\n%s", progress.String())
@@ -66,3 +77,47 @@ func TestRun(t *testing.T) {
 		t.Errorf("%d scratch relations left", left)
 	}
 }
+
+// lagProbe is a Config.Progress that, when Run says it is measuring the
+// lag, reads the snowflake_next_id() scratch table itself and works out
+// each row's lag in Go: the stored clock_timestamp() less the time that
+// snowflake.Decompose finds in the ID, in milliseconds.
+type lagProbe struct {
+	t        *testing.T
+	conn     *pgx.Conn
+	schema   string
+	progress *bytes.Buffer
+	lags     []float64
+}
+
+func (p *lagProbe) Write(b []byte) (int, error) {
+	p.progress.Write(b)
+	if !strings.HasPrefix(string(b), "measuring the lag") {
+		return len(b), nil
+	}
+	ctx := context.Background()
+	var table string
+	if err := p.conn.QueryRow(ctx, `SELECT pg_catalog.quote_ident(relname) FROM pg_catalog.pg_class
+		WHERE relnamespace = $1::regnamespace AND relkind = 'r' AND relname LIKE 'sfgen\_bench\_%\_snowflake'`, p.schema).Scan(&table); err != nil {
+		p.t.Errorf("find the snowflake scratch table: %v", err)
+		return len(b), nil
+	}
+	rows, _ := p.conn.Query(ctx, "SELECT id, at FROM "+p.schema+"."+table)
+	var id int64
+	var at time.Time
+	_, err := pgx.ForEachRow(rows, []any{&id, &at}, func() error {
+		parts, err := snowflake.Decompose(snowflake.ID(id))
+		if err != nil {
+			return err
+		}
+		p.lags = append(p.lags, float64(at.UnixMicro()-parts.Timestamp*1000)/1000)
+		return nil
+	})
+	if err != nil {
+		p.t.Errorf("read the snowflake scratch table: %v", err)
+	}
+	return len(b), nil
+}
+
+// near reports whether two lags in milliseconds agree to a nanosecond.
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
