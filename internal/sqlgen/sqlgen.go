@@ -137,11 +137,9 @@ func MigrationName(r int) string {
 
 // The timing of snowflake_next_id()'s catch-ups (see next_id.sql.tmpl).
 // A catch-up is a PL/pgSQL call under a lock; how often one is due sets
-// both its cost and how far the IDs' time trails the clock. Every 6 to
-// 8 ms keeps the lag's p99 near 6.5 ms, inside the 10 ms the generator
-// promises, with two thirds of the catch-ups (and ~1.5% more INSERTs) of
-// every 4 to 6 ms; docs/generator.md has the measurements. Release 1
-// shipped the same timing.
+// both its cost and how far the IDs' time trails the clock, which
+// LagLimit bounds. docs/generator.md has the measurements behind these
+// values; release 1 has the same ones, frozen.
 const (
 	// CatchUpAfter is the age of the last catch-up from which a call may
 	// take the slow path and catch up.
@@ -222,7 +220,7 @@ type templateData struct {
 	Layout     string // the layout's String(), for snowflake_layout()
 	EpochTime  string // the epoch as RFC 3339 UTC
 
-	Epoch, MaxTimestamp, MaxDelta                 int64
+	Epoch, MaxTimestamp                           int64
 	TimestampShift, DatacenterShift, MachineShift uint
 	TimestampBits, DatacenterBits, MachineBits    uint
 	SequenceBits                                  uint
@@ -287,7 +285,6 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 
 		Epoch:           l.Epoch(),
 		MaxTimestamp:    l.Max(snowflake.FieldTimestamp),
-		MaxDelta:        l.Max(snowflake.FieldTimestamp) - l.Epoch(),
 		TimestampShift:  l.Shift(snowflake.FieldTimestamp),
 		DatacenterShift: l.Shift(snowflake.FieldDatacenter),
 		MachineShift:    l.Shift(snowflake.FieldMachine),
