@@ -50,7 +50,7 @@ func TestBenchThrowawayCluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a PostgreSQL")
 	}
-	t.Setenv("DATABASE_URL", "")
+	withoutDatabase(t)
 	code, out, errOut := sfgen(t, "bench", "--clients", "1", "--duration", "300ms")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)

@@ -17,7 +17,7 @@ import (
 // TestVerifyThrowaway runs `sfgen verify` with no database: it starts its
 // own PostgreSQL, installs with goose, checks and tears down.
 func TestVerifyThrowaway(t *testing.T) {
-	t.Setenv("DATABASE_URL", "")
+	withoutDatabase(t)
 	code, out, errOut := sfgen(t, "verify", "--count", "20000", "--seed", "42")
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
