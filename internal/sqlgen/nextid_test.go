@@ -357,26 +357,53 @@ func TestNextIDConcurrentUniqueAndMonotonic(t *testing.T) {
 	}
 }
 
-// TestNextIDOneStatementUsesTheClock: one INSERT of 20,000 rows gets IDs
-// from clock_timestamp(), not from the statement's start time: they span
-// several milliseconds, distinct and increasing.
+// TestNextIDOneStatementUsesTheClock: within one statement each ID's time
+// is clock_timestamp() at the call, not the statement's or the
+// transaction's start (statement_timestamp(), now()), which would give
+// every row of a long statement the same millisecond. The statement sleeps
+// before each row, longer than sqlgen.LagLimit, so that each call finds
+// the state behind the clock and catches up, and makes one ID a row: far
+// too few for borrowing (4,096 IDs a millisecond) to move the time on.
+// Each ID's time is then between clock_timestamp() read just before and
+// just after it, and the IDs span at least the time slept.
 func TestNextIDOneStatementUsesTheClock(t *testing.T) {
 	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
-	mustExec(t, conn, "CREATE TABLE t (n int, id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
-	mustExec(t, conn, "INSERT INTO t(n) SELECT g FROM generate_series(1, 20000) g")
-	var ms, bad int64
-	if err := conn.QueryRow(context.Background(), `
-		SELECT count(DISTINCT id >> 22),
-		       count(*) FILTER (WHERE id <= prev)
-		FROM (SELECT id, lag(id) OVER (ORDER BY n) AS prev FROM t) x`).Scan(&ms, &bad); err != nil {
+	const rows, sleep = 5, 20 * time.Millisecond
+	if sleep <= sqlgen.LagLimit {
+		t.Fatalf("sleep %v must be longer than sqlgen.LagLimit %v", sleep, sqlgen.LagLimit)
+	}
+	// Per row: the WHERE clause (the sleep), then the select list in order.
+	q := fmt.Sprintf(`SELECT clock_timestamp(), snowflake_next_id(), clock_timestamp()
+		FROM generate_series(1, %d) g WHERE pg_sleep(%g) IS NOT NULL`, rows, sleep.Seconds())
+	type row struct {
+		Before time.Time
+		ID     int64
+		After  time.Time
+	}
+	r, err := conn.Query(context.Background(), q)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if ms < 3 {
-		t.Errorf("20,000 IDs from one statement span %d milliseconds; the time does not come from clock_timestamp()", ms)
+	got, err := pgx.CollectRows(r, pgx.RowToStructByPos[row])
+	if err != nil {
+		t.Fatal(err)
 	}
-	if bad != 0 {
-		t.Errorf("%d IDs not above the one before them in the statement", bad)
+	if len(got) != rows {
+		t.Fatalf("%d rows, want %d", len(got), rows)
+	}
+	ms := func(i int) int64 { return (got[i].ID >> 22) + tw.Epoch() }
+	for i, g := range got {
+		before, after := g.Before.UnixMilli(), g.After.UnixMilli()
+		if m := ms(i); m < before || m > after {
+			t.Errorf("row %d: ID %d is at %d ms, outside the clock_timestamp() around it [%d, %d]: its time is not the clock's at the call", i+1, g.ID, m, before, after)
+		}
+		if i > 0 && g.ID <= got[i-1].ID {
+			t.Errorf("row %d: ID %d not above %d before it", i+1, g.ID, got[i-1].ID)
+		}
+	}
+	if span, slept := ms(rows-1)-ms(0), int64(rows-1)*sleep.Milliseconds(); span < slept {
+		t.Errorf("IDs of one statement span %d ms, less than the %d ms slept between them: their time does not come from clock_timestamp()", span, slept)
 	}
 }
 
