@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,6 +40,7 @@ func TestRun(t *testing.T) {
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err != nil {
 		t.Skipf("no pg_walinspect: %v", err)
 	}
+	before := relations(t, conn)
 	var progress bytes.Buffer
 	probe := &lagProbe{t: t, conn: conn, schema: "bench_ids", progress: &progress}
 	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2, Progress: probe})
@@ -71,11 +74,68 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(text.String(), "ratio snowflake_next_id/bigserial") {
 		t.Errorf("report:\n%s", text.String())
 	}
-	var left int
-	conn.QueryRow(ctx, "SELECT count(*) FROM pg_class WHERE relname LIKE 'sfgen\\_bench\\_%'").Scan(&left)
-	if left != 0 {
-		t.Errorf("%d scratch relations left", left)
+	if after := relations(t, conn); !slices.Equal(after, before) {
+		t.Errorf("relations before the run %v, after it %v; want the scratch tables gone", before, after)
 	}
+}
+
+// TestRunCleansUpWhenCancelled cancels a run in its first round: Run
+// returns the context's error and still drops its scratch tables.
+func TestRunCleansUpWhenCancelled(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	script, err := sqlgen.Script(sqlgen.Options{Schema: "bench_ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
+		t.Fatal(err)
+	}
+	before := relations(t, conn)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var during []string
+	progress := writerFunc(func(b []byte) (int, error) {
+		if strings.HasPrefix(string(b), "warming up") {
+			during = relations(t, conn)
+			cancel()
+		}
+		return len(b), nil
+	})
+	_, err = Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 2, Duration: 2 * time.Second, Progress: progress})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run cancelled: %v; want context.Canceled", err)
+	}
+	if len(during) <= len(before) {
+		t.Errorf("relations before the run %v, during it %v; want the scratch tables there", before, during)
+	}
+	if after := relations(t, conn); !slices.Equal(after, before) {
+		t.Errorf("relations before the run %v, after it %v; want the scratch tables gone", before, after)
+	}
+}
+
+type writerFunc func([]byte) (int, error)
+
+func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
+
+// relations returns the schema-qualified names of the relations in conn's
+// database outside the system schemas, sorted.
+func relations(t *testing.T, conn *pgx.Conn) []string {
+	t.Helper()
+	rows, _ := conn.Query(context.Background(), `SELECT n.nspname || '.' || c.relname
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname <> ALL (ARRAY['pg_catalog', 'information_schema', 'pg_toast'])
+		  AND n.nspname NOT LIKE 'pg\_temp\_%' AND n.nspname NOT LIKE 'pg\_toast\_temp\_%'
+		ORDER BY 1`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return names
 }
 
 // lagProbe is a Config.Progress that, when Run says it is measuring the
