@@ -283,16 +283,23 @@ func contains(s []string, x string) bool {
 
 // TestNextIDConcurrentUniqueAndMonotonic: 8 sessions inserting at once
 // (through a primary key) get distinct IDs, each session's IDs increase,
-// every ID carries the node, and its time is the clock's, floored, at
-// most a few milliseconds behind.
+// every ID carries the node, and its time is the clock's: never after the
+// clock_timestamp() its row reads after the ID (floored, not rounded, and
+// not ahead), and at most sqlgen.LagLimit behind the one its row reads
+// before it. How far behind, as a rule, depends on the machine: it is
+// logged, not checked.
 func TestNextIDConcurrentUniqueAndMonotonic(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
 	installScript(t, conn, sqlgen.Options{Datacenter: 21, Machine: 12})
-	mustExec(t, conn, `CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(),
-		at timestamptz NOT NULL DEFAULT clock_timestamp(), worker int)`)
+	// An INSERT evaluates the defaults in column order: before, id, after.
+	mustExec(t, conn, `CREATE TABLE t (before timestamptz NOT NULL DEFAULT clock_timestamp(),
+		id bigint PRIMARY KEY DEFAULT snowflake_next_id(),
+		after timestamptz NOT NULL DEFAULT clock_timestamp(), worker int NOT NULL)`)
 	const workers, perWorker = 8, 3000
+	lagLimit := sqlgen.LagLimit.Milliseconds()
 	ids := make([][]int64, workers)
+	lags := make([][]int64, workers) // behind the clock read before the ID, ms
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)
 	for w := 0; w < workers; w++ {
@@ -308,7 +315,8 @@ func TestNextIDConcurrentUniqueAndMonotonic(t *testing.T) {
 			defer c.Close(ctx)
 			for i := 0; i < perWorker; i++ {
 				var id int64
-				if err := c.QueryRow(ctx, "INSERT INTO t(worker) VALUES ($1) RETURNING id", w).Scan(&id); err != nil {
+				var before, after time.Time
+				if err := c.QueryRow(ctx, "INSERT INTO t(worker) VALUES ($1) RETURNING before, id, after", w).Scan(&before, &id, &after); err != nil {
 					errs <- err
 					return
 				}
@@ -316,45 +324,45 @@ func TestNextIDConcurrentUniqueAndMonotonic(t *testing.T) {
 					errs <- fmt.Errorf("worker %d: ID %d after %d", w, id, ids[w][n-1])
 					return
 				}
+				d, err := tw.Decompose(snowflake.ID(id))
+				if err != nil {
+					errs <- fmt.Errorf("worker %d: ID %d: %v", w, id, err)
+					return
+				}
+				if d.Datacenter != 21 || d.Machine != 12 {
+					errs <- fmt.Errorf("worker %d: ID %d has node %d/%d, want 21/12", w, id, d.Datacenter, d.Machine)
+					return
+				}
+				if b, a := before.UnixMilli(), after.UnixMilli(); d.Timestamp > a || d.Timestamp < b-lagLimit {
+					errs <- fmt.Errorf("worker %d: ID %d is at %d ms; the clock read %d ms before it and %d ms after: want a time in [%d, %d]",
+						w, id, d.Timestamp, b, a, b-lagLimit, a)
+					return
+				}
 				ids[w] = append(ids[w], id)
+				lags[w] = append(lags[w], before.UnixMilli()-d.Timestamp)
 			}
 		}(w)
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
-		t.Fatal(err)
+		t.Error(err)
 	}
-	var all []int64
-	for _, s := range ids {
-		all = append(all, s...)
+	if t.Failed() {
+		t.FailNow()
+	}
+	var all, lag []int64
+	for w := range ids {
+		all = append(all, ids[w]...)
+		lag = append(lag, lags[w]...)
 	}
 	checkUnique(t, all)
 	if n := queryInt(t, conn, "SELECT count(*) FROM t"); n != workers*perWorker {
 		t.Fatalf("%d rows, want %d", n, workers*perWorker)
 	}
-	// Time: never after the row's clock_timestamp() (so floored, not
-	// rounded, and not ahead), and close behind it: the state may trail
-	// the clock by up to 8 ms before it is moved; a backend descheduled
-	// between the ID and the row's clock_timestamp() adds to the gap.
-	var ahead, p99, maxLag int64
-	if err := conn.QueryRow(context.Background(), `
-		SELECT count(*) FILTER (WHERE lag < 0),
-		       percentile_disc(0.99) WITHIN GROUP (ORDER BY lag), max(lag)
-		FROM (SELECT trunc(extract(epoch FROM at) * 1000)::bigint - (snowflake_decompose(id)).timestamp_ms AS lag
-		      FROM t) x`).Scan(&ahead, &p99, &maxLag); err != nil {
-		t.Fatal(err)
-	}
-	if ahead > 0 {
-		t.Errorf("%d IDs have a time after their row's clock_timestamp()", ahead)
-	}
-	if p99 > 10 {
-		t.Errorf("99th percentile of the lag behind the row's clock_timestamp() is %d ms", p99)
-	}
-	t.Logf("lag p99 %d ms, max %d ms over %d IDs", p99, maxLag, len(all))
-	if n := queryInt(t, conn, "SELECT count(*) FROM t WHERE (id >> 17) & 31 <> 21 OR (id >> 12) & 31 <> 12"); n != 0 {
-		t.Errorf("%d IDs do not carry node 21/12", n)
-	}
+	sort.Slice(lag, func(i, j int) bool { return lag[i] < lag[j] })
+	t.Logf("time behind the clock read before the ID: p50 %d ms, p99 %d ms, max %d ms over %d IDs",
+		lag[len(lag)/2], lag[len(lag)*99/100], lag[len(lag)-1], len(lag))
 }
 
 // TestNextIDOneStatementUsesTheClock: within one statement each ID's time
@@ -409,42 +417,55 @@ func TestNextIDOneStatementUsesTheClock(t *testing.T) {
 
 // TestNextIDClockStepsBack: with the state a minute ahead of the clock (as
 // after the clock stepped back a minute), IDs carry on from the highest
-// one issued, at once: no error, no waiting.
+// one issued, on the fast path and through a catch-up alike (a catch-up
+// never moves the state back): no error, and no waiting for the clock,
+// which is still behind the state when the statement ends.
 func TestNextIDClockStepsBack(t *testing.T) {
-	conn := connect(t, pgtest.DSN(t))
-	installScript(t, conn, sqlgen.Options{})
-	last := queryInt(t, conn, "SELECT snowflake_next_id()")
-	lastMs := (last >> 22) + tw.Epoch()
-	ahead := lastMs + 60000
-	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", ahead<<12)
-	start := time.Now()
-	rows, err := conn.Query(context.Background(), "SELECT snowflake_next_id() FROM generate_series(1, 10000)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if el := time.Since(start); el > 5*time.Second {
-		t.Errorf("10,000 IDs took %v with the clock behind the state: it waited", el)
-	}
-	// Straight on from the seeded state, 4096 a millisecond, whatever the
-	// clock says (a catch-up may skip a value, never go back).
-	for i, id := range ids {
-		ms := (id >> 22) + tw.Epoch()
-		if ms < ahead || ms > ahead+3 || i > 0 && id <= ids[i-1] {
-			t.Fatalf("ID %d after the step back is at %d ms (seeded state at %d): not continuing from the highest", i, ms, ahead)
-		}
-	}
-	if ids[0] <= last {
-		t.Fatalf("first ID after the step back %d <= %d before it", ids[0], last)
+	for _, c := range []struct {
+		name  string
+		guard string // what the catch-up guard is set to before the statement
+	}{
+		{"fast path", "clock_ms + 60000"}, // a catch-up "recent" for a minute
+		{"catch-up due", fmt.Sprintf("clock_ms - %d", sqlgen.StaleAfter.Milliseconds())},
+		{"catch-up cut short", "0"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := connect(t, pgtest.DSN(t))
+			installScript(t, conn, sqlgen.Options{})
+			last := queryInt(t, conn, "SELECT snowflake_next_id()")
+			ahead := (last >> 22) + tw.Epoch() + 60000
+			mustExec(t, conn, "SELECT setval('snowflake_state', $1)", ahead<<12)
+			mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', "+c.guard+") FROM (SELECT trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS clock_ms) x")
+			rows, err := conn.Query(context.Background(), "SELECT snowflake_next_id() FROM generate_series(1, 10000)")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if now := nowMs(t, conn); now >= ahead {
+				t.Errorf("the clock reached the state (%d ms) before the IDs were made (now %d ms): it waited", ahead, now)
+			}
+			// Straight on from the seeded state, 4096 a millisecond, whatever
+			// the clock says (a catch-up may skip a value, never go back).
+			for i, id := range ids {
+				ms := (id >> 22) + tw.Epoch()
+				if ms < ahead || ms > ahead+3 || i > 0 && id <= ids[i-1] {
+					t.Fatalf("ID %d after the step back is at %d ms (seeded state at %d): not continuing from the highest", i, ms, ahead)
+				}
+			}
+			if ids[0] <= last {
+				t.Fatalf("first ID after the step back %d <= %d before it", ids[0], last)
+			}
+		})
 	}
 }
 
 // TestNextIDBorrowsTheNextMillisecond: past 4,095 IDs in a millisecond the
-// next ID takes sequence 0 of the next millisecond at once (borrows it)
-// rather than waiting for the clock.
+// next ID takes sequence 0 of the next millisecond at once (borrows it),
+// five seconds ahead of the clock, rather than waiting for the clock,
+// which is still behind the borrowed millisecond when the statement ends.
 func TestNextIDBorrowsTheNextMillisecond(t *testing.T) {
 	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
@@ -460,8 +481,10 @@ func TestNextIDBorrowsTheNextMillisecond(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Sequence 4094 of ms, then (4095 and) the next millisecond at once,
-	// five seconds ahead of the clock: borrowed, not waited for. A
+	if now := nowMs(t, conn); now > ms {
+		t.Errorf("the clock reached the full millisecond %d before the IDs were made (now %d): it waited", ms, now)
+	}
+	// Sequence 4094 of ms, then (4095 and) the next millisecond. A
 	// catch-up may skip a value.
 	if got[0] != (part{ms, 0, 0, 4094}) {
 		t.Fatalf("first ID %v, want %v", got[0], part{ms, 0, 0, 4094})
@@ -477,29 +500,54 @@ func TestNextIDBorrowsTheNextMillisecond(t *testing.T) {
 	}
 }
 
-// TestNextIDRollbackNeverReuses: an ID whose insert was rolled back is
-// never handed out again, even after the state falls behind and is moved
-// up to the clock.
+// TestNextIDRollbackNeverReuses: an ID whose insert was rolled back, with
+// its transaction or a savepoint, is never handed out again: not by the
+// next call, whether or not the rolled-back work included a catch-up, and
+// not after a catch-up when the rolled-back ID was ahead of the clock.
+// (The state is a sequence, which a rollback does not put back.)
 func TestNextIDRollbackNeverReuses(t *testing.T) {
-	conn := connect(t, pgtest.DSN(t))
-	installScript(t, conn, sqlgen.Options{})
-	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), v int)")
-	ctx := context.Background()
-	tx, err := conn.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rolled int64
-	if err := tx.QueryRow(ctx, "INSERT INTO t(v) VALUES (1) RETURNING id").Scan(&rolled); err != nil {
-		t.Fatal(err)
-	}
-	tx.Rollback(ctx)
-	// Also roll back a savepoint around a catch-up (the state is behind after a pause).
-	time.Sleep(20 * time.Millisecond)
-	mustExec(t, conn, "BEGIN; SAVEPOINT s; INSERT INTO t(v) VALUES (2); ROLLBACK TO s; COMMIT")
-	next := queryInt(t, conn, "INSERT INTO t(v) VALUES (3) RETURNING id")
-	if next <= rolled {
-		t.Fatalf("ID after a rollback %d <= rolled-back %d", next, rolled)
+	stale := fmt.Sprintf("SELECT setval('snowflake_catch_up_guard', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - %d)", sqlgen.StaleAfter.Milliseconds())
+	// After a pause: the state far behind the clock, the last catch-up old.
+	behind := fmt.Sprintf("SELECT setval('snowflake_state', (trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 1000) << 12); %s", stale)
+	ahead := "SELECT setval('snowflake_state', (trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000) << 12)"
+	for _, c := range []struct {
+		name       string
+		setup      string // before the transaction
+		begin      string // how the rolled-back ID's transaction starts
+		rollback   string
+		catchUp    bool   // the rolled-back statement must have caught up
+		beforeNext string // between the rollback and the next ID
+	}{
+		{"transaction", "", "BEGIN", "ROLLBACK", false, ""},
+		{"transaction that caught up", behind, "BEGIN", "ROLLBACK", true, ""},
+		{"savepoint around a catch-up", behind, "BEGIN; SAVEPOINT s", "ROLLBACK TO s; COMMIT", true, ""},
+		{"ahead of the clock, then a catch-up", ahead, "BEGIN", "ROLLBACK", false, stale},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			conn := connect(t, pgtest.DSN(t))
+			installScript(t, conn, sqlgen.Options{})
+			mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), v int)")
+			if c.setup != "" {
+				mustExec(t, conn, c.setup)
+			}
+			guard := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
+			mustExec(t, conn, c.begin)
+			rolled := queryInt(t, conn, "INSERT INTO t(v) VALUES (1) RETURNING id")
+			if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); c.catchUp && g == guard {
+				t.Fatalf("the rolled-back insert did not catch up (guard still %d)", g)
+			}
+			mustExec(t, conn, c.rollback)
+			if c.beforeNext != "" {
+				mustExec(t, conn, c.beforeNext)
+				guard = queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
+			}
+			if next := queryInt(t, conn, "INSERT INTO t(v) VALUES (2) RETURNING id"); next <= rolled {
+				t.Fatalf("ID after the rollback %d <= rolled-back %d", next, rolled)
+			}
+			if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); c.beforeNext != "" && g == guard {
+				t.Fatalf("the insert after the rollback did not catch up (guard still %d)", g)
+			}
+		})
 	}
 }
 
@@ -544,92 +592,106 @@ func TestNextIDSurvivesRestart(t *testing.T) {
 	}
 }
 
+// heldLocks lists the locks the sessions pids hold, one a line; idle
+// sessions outside a transaction hold none, unless one leaked.
+func heldLocks(t testing.TB, conn *pgx.Conn, pids []uint32) string {
+	t.Helper()
+	rows, err := conn.Query(context.Background(), `SELECT pid || ' ' || locktype || ' ' || coalesce(relation::regclass::text, objid::text, '') || ' ' || mode || CASE WHEN granted THEN '' ELSE ' (waiting)' END
+		FROM pg_locks WHERE pid = ANY($1) ORDER BY 1`, pids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	locks, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(locks, "\n")
+}
+
 // TestNextIDCancelNeverLeavesALock: sessions inserting while others are
-// cancelled midway (statement_timeout of 1 ms on long multi-row inserts,
-// pg_cancel_backend at random) and catch-ups are cut short: no lock is
-// left held, nobody waits on anybody, and every ID is unique.
+// cancelled midway (statement_timeout of 1 to 3 ms on long multi-row
+// inserts, pg_cancel_backend at random) and catch-ups are cut short (the
+// guard set to 0): once every statement has ended, no session holds a
+// lock, none waited on another for as long as its lock_timeout, every ID
+// is unique, and the next call finishes a cut-short catch-up. It runs
+// until enough of each has happened, not for a fixed time.
 func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
 	installScript(t, conn, sqlgen.Options{})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), w int)")
 	ctx := context.Background()
-	deadline := time.Now().Add(4 * time.Second)
+	const minCancelled, minInserted, minCutShort = 300, 10000, 30
+	deadline := time.Now().Add(2 * time.Minute)
 	var (
-		wg                         sync.WaitGroup
-		inserted, cancelled, other atomic.Int64
-		pids                       sync.Map
-		firstErr                   atomic.Value
+		wg                            sync.WaitGroup
+		stop                          atomic.Bool
+		inserted, cancelled, cutShort atomic.Int64
+		firstErr                      atomic.Value
 	)
-	worker := func(w int, timeout string, rows int) {
-		defer wg.Done()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			firstErr.CompareAndSwap(nil, err)
-			return
+	// Sessions 0-3 make single-row inserts, never cut short by a timeout
+	// (so a wait of lock_timeout fails them); 4-7 long inserts, cut short
+	// by a 1-3 ms timeout. They stay open until the locks are looked at.
+	sessions := make([]*pgx.Conn, 8)
+	pids := make([]uint32, len(sessions))
+	for w := range sessions {
+		sessions[w] = connect(t, dsn)
+		timeout, rows := "0", 1
+		if w >= 4 {
+			timeout, rows = fmt.Sprint(1+w%3), 2000
 		}
-		defer c.Close(ctx)
-		if _, err := c.Exec(ctx, "SET lock_timeout = '2s'; SET statement_timeout = "+timeout); err != nil {
-			firstErr.CompareAndSwap(nil, err)
-			return
-		}
-		pids.Store(w, c.PgConn().PID())
-		for time.Now().Before(deadline) {
-			tag, err := c.Exec(ctx, "INSERT INTO t(w) SELECT $1 FROM generate_series(1, $2::int)", w, rows)
-			var pe *pgconn.PgError
-			switch {
-			case err == nil:
-				inserted.Add(tag.RowsAffected())
-			case errors.As(err, &pe) && pe.Code == "57014": // query_canceled
-				cancelled.Add(1)
-			default:
-				other.Add(1)
-				firstErr.CompareAndSwap(nil, fmt.Errorf("worker %d: %w", w, err))
-				return
-			}
-		}
-	}
-	for w := 0; w < 4; w++ { // single-row inserts, never cut short by a timeout
+		mustExec(t, sessions[w], "SET lock_timeout = '2s'; SET statement_timeout = "+timeout)
+		pids[w] = sessions[w].PgConn().PID()
 		wg.Add(1)
-		go worker(w, "0", 1)
-	}
-	for w := 4; w < 8; w++ { // long inserts, cut short by a 1-3 ms timeout
-		wg.Add(1)
-		go worker(w, fmt.Sprintf("%d", 1+w%3), 2000)
-	}
-	wg.Add(1)
-	go func() { // cancel everyone at random, and cut catch-ups short by hand
-		defer wg.Done()
-		c, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			firstErr.CompareAndSwap(nil, err)
-			return
-		}
-		defer c.Close(ctx)
-		for i := 0; time.Now().Before(deadline); i++ {
-			pids.Range(func(k, v any) bool {
-				if k.(int)%3 == i%3 {
-					c.Exec(ctx, "SELECT pg_cancel_backend($1)", v)
+		go func(w int, c *pgx.Conn, rows int) {
+			defer wg.Done()
+			for !stop.Load() {
+				tag, err := c.Exec(ctx, "INSERT INTO t(w) SELECT $1 FROM generate_series(1, $2::int)", w, rows)
+				var pe *pgconn.PgError
+				switch {
+				case err == nil:
+					inserted.Add(tag.RowsAffected())
+				case errors.As(err, &pe) && pe.Code == "57014": // query_canceled
+					cancelled.Add(1)
+				default:
+					firstErr.CompareAndSwap(nil, fmt.Errorf("session %d: %w", w, err))
+					stop.Store(true)
+					return
 				}
-				return true
-			})
-			if i%10 == 0 {
-				// A catch-up cut short after it set the guard to 0.
-				c.Exec(ctx, "SELECT setval('snowflake_catch_up_guard', 0)")
 			}
-			time.Sleep(3 * time.Millisecond)
+		}(w, sessions[w], rows)
+	}
+	canceller := connect(t, dsn)
+	for i := 0; !stop.Load(); i++ {
+		for w, pid := range pids {
+			if w%3 == i%3 {
+				if _, err := canceller.Exec(ctx, "SELECT pg_cancel_backend($1)", pid); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					stop.Store(true)
+				}
+			}
 		}
-	}()
+		if i%10 == 0 {
+			// As a catch-up cut short after it set the guard to 0.
+			mustExec(t, canceller, "SELECT setval('snowflake_catch_up_guard', 0)")
+			cutShort.Add(1)
+		}
+		if cancelled.Load() >= minCancelled && inserted.Load() >= minInserted && cutShort.Load() >= minCutShort {
+			stop.Store(true)
+		} else if time.Now().After(deadline) {
+			firstErr.CompareAndSwap(nil, fmt.Errorf("the test did not exercise cancels under load: in %v, %d statements cancelled, %d rows inserted, %d catch-ups cut short; want at least %d, %d, %d",
+				2*time.Minute, cancelled.Load(), inserted.Load(), cutShort.Load(), minCancelled, minInserted, minCutShort))
+			stop.Store(true)
+		}
+		time.Sleep(3 * time.Millisecond) // pacing: let statements run between cancels
+	}
 	wg.Wait()
 	if err, _ := firstErr.Load().(error); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d rows inserted, %d statements cancelled", inserted.Load(), cancelled.Load())
-	if cancelled.Load() == 0 || inserted.Load() < 1000 {
-		t.Fatalf("the test did not exercise cancels under load: %d cancelled, %d inserted", cancelled.Load(), inserted.Load())
-	}
-	if n := queryInt(t, conn, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"); n != 0 {
-		t.Fatalf("%d advisory locks still held after every statement ended", n)
+	t.Logf("%d rows inserted, %d statements cancelled, %d catch-ups cut short", inserted.Load(), cancelled.Load(), cutShort.Load())
+	if locks := heldLocks(t, conn, pids); locks != "" {
+		t.Fatalf("idle sessions still hold locks after every statement ended:\n%s", locks)
 	}
 	if n := queryInt(t, conn, "SELECT count(*) FROM t"); n != inserted.Load() {
 		t.Fatalf("table has %d rows, %d inserts succeeded", n, inserted.Load())
@@ -639,42 +701,47 @@ func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 	}
 	// And a cut-short catch-up is finished by the next call.
 	mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', 0)")
-	mustExec(t, conn, "SET statement_timeout = '5s'")
+	mustExec(t, conn, "SET statement_timeout = '10s'")
 	queryInt(t, conn, "SELECT snowflake_next_id()")
 	if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g == 0 {
 		t.Fatalf("guard still 0 after a call: the cut-short catch-up was not finished")
 	}
 }
 
-// TestNextIDCatchUpInOpenTransactionBlocksNoOne: a session that moved the
-// state up inside a transaction it keeps open holds no lock; another
-// session that must move it up too does so at once.
+// TestNextIDCatchUpInOpenTransactionBlocksNoOne: a session that caught
+// the state up inside a transaction it keeps open holds no lock on
+// snowflake_state_lock meanwhile, so another session that must catch up
+// too does so (its catch-up moves the guard) rather than find the lock
+// taken and go without; nobody waits.
 func TestNextIDCatchUpInOpenTransactionBlocksNoOne(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	a := connect(t, dsn)
 	installScript(t, a, sqlgen.Options{})
 	mustExec(t, a, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
-	ctx := context.Background()
-	guard0 := queryInt(t, a, "SELECT coalesce(pg_sequence_last_value('snowflake_catch_up_guard'), 0)")
-	time.Sleep(20 * time.Millisecond) // the state falls behind
+	guard := func(c *pgx.Conn) int64 {
+		return queryInt(t, c, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
+	}
+	// The last catch-up StaleAfter old: the next call catches up.
+	makeStale := func(c *pgx.Conn) int64 {
+		return queryInt(t, c, "SELECT setval('snowflake_catch_up_guard', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)", sqlgen.StaleAfter.Milliseconds())
+	}
+	stale := makeStale(a)
 	mustExec(t, a, "BEGIN")
 	mustExec(t, a, "INSERT INTO t DEFAULT VALUES")
-	if g := queryInt(t, a, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g <= guard0 {
+	if g := guard(a); g == stale {
 		t.Fatalf("no catch-up ran in the open transaction (guard %d)", g)
 	}
 	b := connect(t, dsn)
-	mustExec(t, b, "SET lock_timeout = '200ms'; SET statement_timeout = '2s'")
-	time.Sleep(20 * time.Millisecond)
-	start := time.Now()
-	mustExec(t, b, "INSERT INTO t DEFAULT VALUES")
-	if el := time.Since(start); el > 200*time.Millisecond {
-		t.Errorf("insert took %v while another session's transaction is open", el)
+	if locks := heldLocks(t, b, []uint32{a.PgConn().PID()}); strings.Contains(locks, "snowflake_state_lock") {
+		t.Errorf("the open transaction that caught up holds:\n%s", locks)
 	}
-	if n := queryInt(t, b, "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"); n != 0 {
-		t.Errorf("%d advisory locks held", n)
+	mustExec(t, b, "SET lock_timeout = '5s'; SET statement_timeout = '10s'")
+	stale = makeStale(b)
+	mustExec(t, b, "INSERT INTO t DEFAULT VALUES")
+	if g := guard(b); g == stale {
+		t.Errorf("another session, due a catch-up while the transaction is open, did not catch up (guard %d): the lock was taken", g)
 	}
 	mustExec(t, a, "COMMIT")
-	_ = ctx
 }
 
 // TestNextIDNodeOnlyOwnerChanges: a role that is not the owner can insert
