@@ -307,14 +307,12 @@ func TestSilentServer(t *testing.T) {
 			t.Run(d.form+"/"+o.name, func(t *testing.T) {
 				ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
 				defer cancel()
-				start := time.Now()
 				err := o.open(ctx, d.dsn)
-				took := time.Since(start)
 				if err == nil {
 					t.Fatal("connected to a server that says nothing")
 				}
-				if took > 5*time.Second || ctx.Err() != nil {
-					t.Errorf("gave up after %v; want about 1s", took.Round(time.Millisecond))
+				if ctx.Err() != nil {
+					t.Errorf("waited until the caller's context ended; want connect_timeout (1s) to end the wait: %v", err)
 				}
 				if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "timeout") {
 					t.Errorf("error %q does not say it timed out", err)
@@ -343,8 +341,10 @@ func TestSilentServerDefaultTimeout(t *testing.T) {
 	if err == nil || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("error %v; want a timeout", err)
 	}
-	if took < DefaultConnectTimeout-time.Second || took > DefaultConnectTimeout+5*time.Second || ctx.Err() != nil {
-		t.Errorf("gave up after %v; want about %v", took.Round(time.Millisecond), DefaultConnectTimeout)
+	// At least the default (waiting longer is the machine's doing), and
+	// ended by it rather than by the caller's context.
+	if took < DefaultConnectTimeout-time.Second || ctx.Err() != nil {
+		t.Errorf("gave up after %v (caller's context: %v); want DefaultConnectTimeout, %v, to end the wait", took.Round(time.Millisecond), ctx.Err(), DefaultConnectTimeout)
 	}
 }
 

@@ -443,6 +443,24 @@ func TestConcurrentApply(t *testing.T) {
 	}
 }
 
+// waitForInstallLockTry returns once a session in db's database has tried
+// for the install lock (Apply polls with pg_try_advisory_lock), and fails
+// the test if none does within a minute.
+func waitForInstallLockTry(t *testing.T, db *sql.DB) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		var waiting bool
+		if err := db.QueryRow(`SELECT EXISTS (SELECT FROM pg_catalog.pg_stat_activity
+			WHERE datname = pg_catalog.current_database() AND pid <> pg_catalog.pg_backend_pid() AND query LIKE '%pg_try_advisory_lock%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			return
+		}
+	}
+	t.Fatal("no session tried for the install lock within a minute")
+}
+
 // TestApplyWaitsForAnotherInstall holds the install lock from another
 // session: an Apply whose context ends while it waits changes nothing,
 // and one that waits longer than LockWait names the session in the way.
@@ -476,17 +494,18 @@ func TestApplyWaitsForAnotherInstall(t *testing.T) {
 	fresh := schema + "_new"
 	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + fresh + " CASCADE") })
 	done := make(chan error)
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	go func() {
 		_, err := Apply(ctx2, db, sqlgen.Options{Schema: fresh})
 		done <- err
 	}()
-	time.Sleep(100 * time.Millisecond)
+	waitForInstallLockTry(t, db)
 	if _, err := holder.ExecContext(context.Background(), "CREATE SCHEMA "+fresh+"; CREATE TABLE "+fresh+"."+VersionTable+" (id int)"); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-done; !errors.Is(err, context.DeadlineExceeded) {
+	cancel2()
+	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Errorf("the waiting Apply = %v; want the context's error", err)
 	}
 	var kept bool
