@@ -727,6 +727,7 @@ type load struct {
 	ids      [8][]int64
 	errs     [8][]error
 	inserted atomic.Int64
+	running  atomic.Int64 // clients still inserting
 	stop     chan struct{}
 	stopped  sync.Once
 	wg       sync.WaitGroup
@@ -750,8 +751,10 @@ func startLoad(t *testing.T, f *fixture) *load {
 	insert := "INSERT INTO " + f.schema + ".t (n) VALUES ($1) RETURNING id"
 	for w, c := range conns {
 		l.wg.Add(1)
+		l.running.Add(1)
 		go func() {
 			defer l.wg.Done()
+			defer l.running.Add(-1)
 			rng := rand.New(rand.NewPCG(uint64(w), 1))
 			for i := 0; ; i++ {
 				select {
@@ -780,6 +783,29 @@ func startLoad(t *testing.T, f *fixture) *load {
 	}
 	t.Cleanup(l.finish) // before the connections close, should the test stop early
 	return l
+}
+
+// waitFor returns once the clients have inserted n rows in all, and fails
+// t if they all stop first or take more than two minutes.
+func (l *load) waitFor(t *testing.T, n int64, when string) {
+	t.Helper()
+	for deadline := time.Now().Add(2 * time.Minute); l.inserted.Load() < n; time.Sleep(5 * time.Millisecond) {
+		if l.running.Load() == 0 || time.Now().After(deadline) {
+			l.finish()
+			t.Fatalf("%s: the load stopped at %d inserts, short of %d: %v", when, l.inserted.Load(), n, errors.Join(l.errors()...))
+		}
+	}
+}
+
+// errors returns the first failed insert of each client.
+func (l *load) errors() []error {
+	var errs []error
+	for w := range l.errs {
+		if len(l.errs[w]) > 0 {
+			errs = append(errs, l.errs[w][0])
+		}
+	}
+	return errs
 }
 
 // finish stops the clients and waits for them.
@@ -867,24 +893,21 @@ func TestUpgradeUnderLoad(t *testing.T) {
 			f.setNode(testDatacenter, testMachine)
 			f.exec("CREATE TABLE " + f.schema + ".t (id bigint PRIMARY KEY DEFAULT " + f.schema + ".snowflake_next_id(), n int)")
 			l := startLoad(t, f)
-			time.Sleep(300 * time.Millisecond)
+			l.waitFor(t, 100, "before "+tc.name)
 			atChange := l.inserted.Load()
 			began := time.Now()
 			tc.change(f)
 			took := time.Since(began)
 			atChanged := l.inserted.Load()
-			time.Sleep(500 * time.Millisecond)
+			l.waitFor(t, atChanged+100, "after "+tc.name) // the load goes on
 			l.finish()
 			end := l.inserted.Load()
 			if r := f.release(); r != tc.to {
 				t.Errorf("after %s the schema is at release %d; want %d", tc.name, r, tc.to)
 			}
 			failed := l.check(t, f)
-			t.Logf("%s took %v; %d inserts before it, %d while it ran, %d in the 0.5 s after, %d failed",
+			t.Logf("%s took %v; %d inserts before it, %d while it ran, %d after, %d failed",
 				tc.name, took.Round(time.Millisecond), atChange, atChanged-atChange, end-atChanged, len(failed))
-			if end-atChanged < 100 {
-				t.Errorf("only %d inserts after %s; the load did not go on", end-atChanged, tc.name)
-			}
 			for i, err := range failed {
 				if i == 10 {
 					t.Logf("... and %d more", len(failed)-10)
