@@ -194,7 +194,7 @@ func queueAccessExclusive(t *testing.T, e *env, staller, rel string) string {
 		done <- err
 	}()
 	t.Cleanup(func() { cancel(); <-done }) // before the sessions close
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(time.Minute)
 	for {
 		if l := e.locksOf(t, wpid, rel); strings.Contains(l, "AccessExclusiveLock (waiting)") {
 			return fmt.Sprintf("holds %s in an open transaction (PREPARE); a CREATE RULE queues for %s",
@@ -207,7 +207,7 @@ func queueAccessExclusive(t *testing.T, e *env, staller, rel string) string {
 		default:
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("CREATE RULE on %s is neither queued nor done after 5s", rel)
+			t.Fatalf("CREATE RULE on %s is neither queued nor done after a minute", rel)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
