@@ -221,8 +221,13 @@ func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
 		var out []string
 		for rows.Next() {
 			var s string
-			rows.Scan(&s)
+			if err := rows.Scan(&s); err != nil {
+				t.Fatal(err)
+			}
 			out = append(out, s)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
 		}
 		return out
 	}
@@ -553,10 +558,11 @@ func TestNextIDRollbackNeverReuses(t *testing.T) {
 
 // TestNextIDSurvivesRestart: after a clean restart (fast shutdown) and
 // after a crash (immediate shutdown, recovery from WAL), the next ID is
-// above every ID handed out before, even when the state was ahead of the
-// clock and the last IDs came from a transaction that wrote nothing else.
-// It needs a server of its own to restart, so it skips where there are no
-// server binaries (docker-compose's test service).
+// above every ID handed out before, even with the state ahead of the clock
+// (so that the clock cannot put it right) and the last IDs taken by a
+// transaction that wrote nothing else. It needs a server of its own to
+// restart, so it skips where there are no server binaries (as in
+// docker-compose's test service).
 func TestNextIDSurvivesRestart(t *testing.T) {
 	cluster := pgtest.Server(t)
 	dsn := cluster.DSN()
@@ -564,31 +570,36 @@ func TestNextIDSurvivesRestart(t *testing.T) {
 	conn := connect(t, dsn)
 	installScript(t, conn, sqlgen.Options{})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
-	// The state ahead of the clock: only the state itself can say where IDs are.
-	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+3000)<<12)
 	conn.Close(ctx)
 	for _, restart := range []struct {
 		name  string
 		crash bool
 	}{{"fast shutdown", false}, {"crash", true}} {
-		conn, err := pgx.Connect(ctx, dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var last int64
+		conn := connect(t, dsn)
+		started := queryInt(t, conn, "SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint")
+		// The state three seconds ahead of the clock: only the state
+		// itself can say where IDs are.
+		mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+3000)<<12)
 		for i := 0; i < 100; i++ {
-			last = queryInt(t, conn, "INSERT INTO t DEFAULT VALUES RETURNING id")
+			queryInt(t, conn, "INSERT INTO t DEFAULT VALUES RETURNING id")
 		}
 		// A read-only transaction that only takes IDs: it must not lose them.
-		last = queryInt(t, conn, "SELECT max(snowflake_next_id()) FROM generate_series(1, 50)")
+		last := queryInt(t, conn, "SELECT max(snowflake_next_id()) FROM generate_series(1, 50)")
+		if lastMs, now := (last>>22)+tw.Epoch(), nowMs(t, conn); lastMs <= now {
+			t.Fatalf("before the %s the last ID is at %d ms, not ahead of the clock (%d ms)", restart.name, lastMs, now)
+		}
 		conn.Close(ctx)
 		if err := cluster.Restart(ctx, restart.crash); err != nil {
 			t.Fatalf("restart (%s): %v", restart.name, err)
 		}
 		conn = connect(t, dsn)
+		if s := queryInt(t, conn, "SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint"); s == started {
+			t.Fatalf("the server did not restart")
+		}
 		if next := queryInt(t, conn, "SELECT snowflake_next_id()"); next <= last {
 			t.Fatalf("after a %s, next ID %d <= %d before it", restart.name, next, last)
 		}
+		conn.Close(ctx)
 	}
 }
 
@@ -745,8 +756,10 @@ func TestNextIDCatchUpInOpenTransactionBlocksNoOne(t *testing.T) {
 }
 
 // TestNextIDNodeOnlyOwnerChanges: a role that is not the owner can insert
-// with the default, but cannot change the node, set the state, or move
-// the guard; its sessions have no setting that changes the node.
+// with the default, but cannot change the node (not even with EXECUTE on
+// snowflake_set_node(), which then says only the owner can), set the
+// state, or move the guard; and the owner cannot set a node out of range
+// (the composer's message). The IDs keep the node throughout.
 func TestNextIDNodeOnlyOwnerChanges(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	owner := connect(t, dsn)
@@ -808,12 +821,19 @@ func TestNextIDNodeChangeReachesLongLivedSessions(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer pool.Close()
+	var pid uint32
 	node := func() (int64, int64) {
 		t.Helper()
 		var id int64
+		var p uint32
 		// The same pooled connection and prepared statement every time.
-		if err := pool.QueryRow(ctx, "INSERT INTO t DEFAULT VALUES RETURNING id").Scan(&id); err != nil {
+		if err := pool.QueryRow(ctx, "INSERT INTO t DEFAULT VALUES RETURNING id, pg_backend_pid()").Scan(&id, &p); err != nil {
 			t.Fatal(err)
+		}
+		if pid == 0 {
+			pid = p
+		} else if p != pid {
+			t.Fatalf("the pool's session changed from backend %d to %d", pid, p)
 		}
 		return (id >> 17) & 31, (id >> 12) & 31
 	}
@@ -829,7 +849,9 @@ func TestNextIDNodeChangeReachesLongLivedSessions(t *testing.T) {
 }
 
 // TestNextIDOtherLayout: the function follows the layout it was generated
-// for (here 10 sequence bits, 6+6 node bits, another epoch).
+// for (here 10 sequence bits, 6+6 node bits, another epoch): the node in
+// its bits, the time the clock's (at most sqlgen.LagLimit behind), and
+// borrowing after 1,023 IDs in a millisecond.
 func TestNextIDOtherLayout(t *testing.T) {
 	l, err := snowflake.NewLayout(1600000000000, 41, 6, 6, 10)
 	if err != nil {
@@ -844,8 +866,8 @@ func TestNextIDOtherLayout(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.Datacenter != 63 || d.Machine != 5 || d.Timestamp < before-8 || d.Timestamp > after {
-		t.Fatalf("ID %d decomposes to %+v; want node 63/5 and a time in [%d, %d]", id, d, before-8, after)
+	if lo := before - sqlgen.LagLimit.Milliseconds(); d.Datacenter != 63 || d.Machine != 5 || d.Timestamp < lo || d.Timestamp > after {
+		t.Fatalf("ID %d decomposes to %+v; want node 63/5 and a time in [%d, %d]", id, d, lo, after)
 	}
 	// Borrowing at 1024 per millisecond.
 	ms := after + 1000
@@ -856,59 +878,110 @@ func TestNextIDOtherLayout(t *testing.T) {
 	}
 }
 
-// TestNextIDCatchesUpOncePerPeriod: in one session inserting in a loop, the
-// fast path sends a call to the slow path only when a catch-up is due, and
-// that call catches up; so there is about one slow call per period of
-// sqlgen.CatchUpAfter, and the guard moves at each. (When the fast path
-// and the catch-up disagreed on "due", one session made a dozen slow calls
-// per catch-up, each a PL/pgSQL call for nothing.)
+// slowCalls is how many times this transaction has called the slow path,
+// snowflake_next_state(); the transaction must have SET LOCAL
+// track_functions = 'pl' first.
+func slowCalls(t testing.TB, conn *pgx.Conn) int64 {
+	t.Helper()
+	return queryInt(t, conn, "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_xact_user_functions WHERE funcname = 'snowflake_next_state'")
+}
+
+// TestNextIDCatchesUpOncePerPeriod: in one session inserting in a loop,
+// the fast path sends a call to the slow path only when a catch-up is
+// due, and that call catches up: there are exactly as many slow calls as
+// catch-ups (moves of the guard), and each catch-up comes at least
+// sqlgen.CatchUpAfter after the one before. (When the fast path and the
+// catch-up disagreed on "due", one session made a dozen slow calls per
+// catch-up, each a PL/pgSQL call for nothing.) It inserts until the
+// guard has moved enough times, not a fixed number of rows.
 func TestNextIDCatchesUpOncePerPeriod(t *testing.T) {
 	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
-	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), guard bigint)")
+	// Each row keeps the guard as it was after its ID was made (an INSERT
+	// evaluates its columns in order).
+	mustExec(t, conn, "CREATE TABLE t (n bigserial, id bigint PRIMARY KEY DEFAULT snowflake_next_id(), guard bigint)")
 	mustExec(t, conn, "BEGIN")
 	mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
-	start := time.Now()
-	// Each row also keeps the guard as it was after its ID was made.
-	mustExec(t, conn, `DO $$ BEGIN FOR i IN 1..20000 LOOP
-		INSERT INTO t VALUES (DEFAULT, pg_sequence_last_value('snowflake_catch_up_guard'));
-	END LOOP; END $$`)
-	elapsed := time.Since(start)
-	slow := queryInt(t, conn, "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_xact_user_functions WHERE funcname = 'snowflake_next_id_slow'")
-	catchUps := queryInt(t, conn, "SELECT count(DISTINCT guard) FROM t")
-	mustExec(t, conn, "COMMIT")
-	periods := int64(elapsed/sqlgen.CatchUpAfter) + 2
-	t.Logf("20,000 rows in %v: %d slow calls, %d catch-ups", elapsed, slow, catchUps)
-	if catchUps < 2 || catchUps > periods {
-		t.Errorf("%d catch-ups in %v; want 2 to %d (at most one per %v)", catchUps, elapsed, periods, sqlgen.CatchUpAfter)
+	const want = 10
+	first := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
+	mustExec(t, conn, fmt.Sprintf(`DO $$
+	DECLARE
+		last bigint := %d;
+		g bigint;
+		moves int := 0;
+		give_up timestamptz := clock_timestamp() + interval '60 seconds';
+	BEGIN
+		WHILE moves < %d AND clock_timestamp() < give_up LOOP
+			INSERT INTO t(guard) VALUES (pg_sequence_last_value('snowflake_catch_up_guard')) RETURNING guard INTO g;
+			IF g <> last THEN moves := moves + 1; last := g; END IF;
+		END LOOP;
+	END $$`, first, want))
+	slow := slowCalls(t, conn)
+	rows, err := conn.Query(context.Background(), "SELECT guard FROM t ORDER BY n")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if slow > catchUps+2 {
+	guards, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, conn, "COMMIT")
+	var catchUps int64
+	last := first
+	for i, g := range guards {
+		if g == last {
+			continue
+		}
+		catchUps++
+		if g-last < sqlgen.CatchUpAfter.Milliseconds() {
+			t.Errorf("row %d: a catch-up at %d ms, %d ms after the one before: want at least %v between them", i+1, g, g-last, sqlgen.CatchUpAfter)
+		}
+		last = g
+	}
+	t.Logf("%d rows over %d ms: %d slow calls, %d catch-ups", len(guards), last-first, slow, catchUps)
+	if catchUps < want {
+		t.Fatalf("%d catch-ups in a minute of inserts, want %d", catchUps, want)
+	}
+	if slow != catchUps {
 		t.Errorf("%d slow calls for %d catch-ups: the fast path takes the slow path when no catch-up is due", slow, catchUps)
 	}
 }
 
-// TestNextIDFastPathWindow: the fast path serves while the last catch-up
-// is recent, and never once it is sqlgen.StaleAfter old or more (the IDs'
-// time would fall behind the clock): then the call catches up.
+// TestNextIDFastPathWindow: the fast path serves, without a call to the
+// slow path, while the last catch-up is recent (here in the future, as
+// after the clock stepped back), and never once it is sqlgen.StaleAfter
+// old or more (the IDs' time would fall behind the clock) or cut short
+// (the guard at 0): then the call takes the slow path and catches up.
 func TestNextIDFastPathWindow(t *testing.T) {
 	conn := connect(t, pgtest.DSN(t))
 	installScript(t, conn, sqlgen.Options{})
 	guard := func() int64 { return queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')") }
 	queryInt(t, conn, "SELECT snowflake_next_id()") // a first catch-up
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
+	cases := []struct {
+		name    string
+		guard   func(now int64) int64
+		catchUp bool
+	}{
+		{"recent", func(now int64) int64 { return now + 60_000 }, false},
+		{"StaleAfter old", func(now int64) int64 { return now - sqlgen.StaleAfter.Milliseconds() }, true},
+		{"cut short", func(int64) int64 { return 0 }, true},
+	}
 	for range 50 {
-		// A catch-up in the future: the fast path serves, the guard stays.
-		future := nowMs(t, conn) + 60_000
-		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", future)
-		queryInt(t, conn, "SELECT snowflake_next_id()")
-		if g := guard(); g != future {
-			t.Fatalf("the guard moved from %d to %d on the fast path", future, g)
-		}
-		// StaleAfter old: every call catches up.
-		stale := nowMs(t, conn) - sqlgen.StaleAfter.Milliseconds()
-		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", stale)
-		queryInt(t, conn, "SELECT snowflake_next_id()")
-		if g := guard(); g <= stale {
-			t.Fatalf("a call with the last catch-up %v old took the fast path (guard %d)", sqlgen.StaleAfter, g)
+		for _, c := range cases {
+			set := c.guard(nowMs(t, conn))
+			mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", set)
+			before := slowCalls(t, conn)
+			queryInt(t, conn, "SELECT snowflake_next_id()")
+			slow, g := slowCalls(t, conn)-before, guard()
+			switch {
+			case !c.catchUp && (slow != 0 || g != set):
+				t.Fatalf("last catch-up %s: %d slow calls, guard %d to %d; want the fast path, the guard left alone", c.name, slow, set, g)
+			case c.catchUp && (slow != 1 || g <= set):
+				t.Fatalf("last catch-up %s: %d slow calls, guard %d to %d; want one slow call that catches up", c.name, slow, set, g)
+			}
 		}
 	}
+	mustExec(t, conn, "COMMIT")
 }
