@@ -8,14 +8,17 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -194,96 +197,118 @@ func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
 
 // TestNextIDMigrationDownRemovesWhatUpCreated: goose Up then Down leaves
 // the schema with exactly the objects it had before (but the version
-// table), and Up again works.
+// table), and Up again works; both for sfgen's release line (what sfgen
+// install applies, release 1 and the upgrade to release 2, each with its
+// own Down) and for the one migration file sfgen migration writes into an
+// application's directory (whose Down is another text).
 func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
-	dsn := pgtest.DSN(t)
-	ctx := context.Background()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec("CREATE SCHEMA ids; CREATE TABLE ids.keep(x int)"); err != nil {
-		t.Fatal(err)
-	}
-	objects := func() []string {
-		t.Helper()
-		rows, err := db.Query(`
-			SELECT 'function ' || p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'ids'::regnamespace
-			UNION ALL
-			SELECT c.relkind::text || ' ' || c.relname FROM pg_class c
-			WHERE c.relnamespace = 'ids'::regnamespace AND c.relname NOT LIKE 'sfgen_db_version%'
-			ORDER BY 1`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
-		var out []string
-		for rows.Next() {
-			var s string
-			if err := rows.Scan(&s); err != nil {
+	o := sqlgen.Options{Schema: "ids", Datacenter: 2, Machine: 5}
+	for _, c := range []struct {
+		name string
+		fsys func(t *testing.T) fs.FS
+		// up applies fsys to dsn; nil: the goose provider's Up.
+		up func(t *testing.T, dsn string)
+	}{
+		{"release line",
+			func(t *testing.T) fs.FS {
+				fsys, err := install.FS(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fsys
+			},
+			func(t *testing.T, dsn string) {
+				// install.Apply's goose provider closes the *sql.DB it is given.
+				idb, err := sql.Open("pgx", dsn)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer idb.Close()
+				if _, err := install.Apply(context.Background(), idb, o); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{"one migration file",
+			func(t *testing.T) fs.FS {
+				m, err := sqlgen.Migration(o)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return fstest.MapFS{"00001_sfgen_snowflake.sql": &fstest.MapFile{Data: m}}
+			},
+			nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			dsn := pgtest.DSN(t)
+			ctx := context.Background()
+			db, err := sql.Open("pgx", dsn)
+			if err != nil {
 				t.Fatal(err)
 			}
-			out = append(out, s)
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		return out
+			defer db.Close()
+			if _, err := db.Exec("CREATE SCHEMA ids; CREATE TABLE ids.keep(x int)"); err != nil {
+				t.Fatal(err)
+			}
+			objects := func() []string {
+				t.Helper()
+				rows, err := db.Query(`
+					SELECT 'function ' || p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'ids'::regnamespace
+					UNION ALL
+					SELECT c.relkind::text || ' ' || c.relname FROM pg_class c
+					WHERE c.relnamespace = 'ids'::regnamespace AND c.relname NOT LIKE 'sfgen_db_version%'
+					ORDER BY 1`)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer rows.Close()
+				var out []string
+				for rows.Next() {
+					var s string
+					if err := rows.Scan(&s); err != nil {
+						t.Fatal(err)
+					}
+					out = append(out, s)
+				}
+				if err := rows.Err(); err != nil {
+					t.Fatal(err)
+				}
+				return out
+			}
+			before := objects()
+			p, err := goose.NewProvider(goose.DialectPostgres, db, c.fsys(t), goose.WithTableName("ids.sfgen_db_version"), goose.WithDisableGlobalRegistry(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer p.Close()
+			if c.up != nil {
+				c.up(t, dsn)
+			} else if _, err := p.Up(ctx); err != nil {
+				t.Fatalf("up: %v", err)
+			}
+			var id int64
+			if err := db.QueryRow("SELECT ids.snowflake_next_id()").Scan(&id); err != nil {
+				t.Fatalf("after Up: %v", err)
+			}
+			if d, _ := tw.Decompose(snowflake.ID(id)); d.Datacenter != 2 || d.Machine != 5 {
+				t.Fatalf("ID from the migration has node %d/%d, want 2/5", d.Datacenter, d.Machine)
+			}
+			up := objects()
+			for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard", "S snowflake_catch_up_guard", "r snowflake_state_lock"} {
+				if !slices.Contains(up, want) {
+					t.Errorf("after Up, %q is missing from %q", want, up)
+				}
+			}
+			if _, err := p.DownTo(ctx, 0); err != nil {
+				t.Fatalf("down: %v", err)
+			}
+			if after := objects(); strings.Join(after, "\n") != strings.Join(before, "\n") {
+				t.Errorf("after Down the schema has\n%s\nwant what it had before Up:\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
+			}
+			if _, err := p.Up(ctx); err != nil {
+				t.Fatalf("up again: %v", err)
+			}
+		})
 	}
-	before := objects()
-	o := sqlgen.Options{Schema: "ids", Datacenter: 2, Machine: 5}
-	{
-		// install.Apply's goose provider closes the *sql.DB it is given.
-		idb, err := sql.Open("pgx", dsn)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := install.Apply(ctx, idb, o); err != nil {
-			t.Fatal(err)
-		}
-		idb.Close()
-	}
-	var id int64
-	if err := db.QueryRow("SELECT ids.snowflake_next_id()").Scan(&id); err != nil {
-		t.Fatalf("after Up: %v", err)
-	}
-	if d, _ := tw.Decompose(snowflake.ID(id)); d.Datacenter != 2 || d.Machine != 5 {
-		t.Fatalf("ID from the migration has node %d/%d, want 2/5", d.Datacenter, d.Machine)
-	}
-	up := objects()
-	for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard", "S snowflake_catch_up_guard"} {
-		if !contains(up, want) {
-			t.Errorf("after Up, %q is missing from %q", want, up)
-		}
-	}
-	fsys, err := install.FS(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithTableName("ids.sfgen_db_version"), goose.WithDisableGlobalRegistry(true))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer p.Close()
-	if _, err := p.DownTo(ctx, 0); err != nil {
-		t.Fatalf("down: %v", err)
-	}
-	if after := objects(); strings.Join(after, "\n") != strings.Join(before, "\n") {
-		t.Errorf("after Down the schema has\n%s\nwant what it had before Up:\n%s", strings.Join(after, "\n"), strings.Join(before, "\n"))
-	}
-	if _, err := p.Up(ctx); err != nil {
-		t.Fatalf("up again: %v", err)
-	}
-}
-
-func contains(s []string, x string) bool {
-	for _, v := range s {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // TestNextIDConcurrentUniqueAndMonotonic: 8 sessions inserting at once
@@ -640,14 +665,15 @@ func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 		inserted, cancelled, cutShort atomic.Int64
 		firstErr                      atomic.Value
 	)
-	// Sessions 0-3 make single-row inserts, never cut short by a timeout
-	// (so a wait of lock_timeout fails them); 4-7 long inserts, cut short
-	// by a 1-3 ms timeout. They stay open until the locks are looked at.
+	// Sessions 0-3 make single-row inserts, which fail the test if they
+	// wait lock_timeout for a lock or run for statement_timeout; 4-7 long
+	// inserts, cut short by a 1-3 ms timeout. They stay open until the
+	// locks are looked at.
 	sessions := make([]*pgx.Conn, 8)
 	pids := make([]uint32, len(sessions))
 	for w := range sessions {
 		sessions[w] = connect(t, dsn)
-		timeout, rows := "0", 1
+		timeout, rows := "'30s'", 1
 		if w >= 4 {
 			timeout, rows = fmt.Sprint(1+w%3), 2000
 		}
@@ -662,7 +688,7 @@ func TestNextIDCancelNeverLeavesALock(t *testing.T) {
 				switch {
 				case err == nil:
 					inserted.Add(tag.RowsAffected())
-				case errors.As(err, &pe) && pe.Code == "57014": // query_canceled
+				case errors.As(err, &pe) && pe.Code == "57014" && (rows > 1 || !strings.Contains(pe.Message, "statement timeout")): // query_canceled
 					cancelled.Add(1)
 				default:
 					firstErr.CompareAndSwap(nil, fmt.Errorf("session %d: %w", w, err))
