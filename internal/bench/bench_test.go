@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"slices"
@@ -39,6 +40,14 @@ func TestRun(t *testing.T) {
 	}
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err != nil {
 		t.Skipf("no pg_walinspect: %v", err)
+	}
+	// pg_walinspect reads the rounds' WAL after the last round; on a
+	// server other tests share, their DROP DATABASE checkpoints can remove
+	// it first ("requested WAL segment ... has already been removed"). A
+	// temporary slot, gone with this session, keeps it where the role may
+	// make one.
+	if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_create_physical_replication_slot($1, true, true)", fmt.Sprintf("%sbench_%d", pgtest.Prefix, os.Getpid())); err != nil {
+		t.Logf("no replication slot to keep the rounds' WAL (another test's checkpoint may remove it): %v", err)
 	}
 	before := relations(t, conn)
 	var progress bytes.Buffer
