@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -191,27 +190,18 @@ type mallory struct {
 	conn *pgx.Conn // the superuser's own connection to the test database
 }
 
-// newMallory creates the role and its log table in dsn's database, and
-// drops both when t ends.
+// newMallory creates the role (pgtest.Role, which removes it and what it
+// owns when t ends) and its log table in dsn's database.
 func newMallory(t *testing.T, dsn string) *mallory {
 	t.Helper()
+	role := pgtest.Role(t, dsn, "mallory", "NOLOGIN")
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := &mallory{role: fmt.Sprintf("mallory_%d_%s", os.Getpid(), strings.ToLower(strings.NewReplacer("/", "_", "-", "_").Replace(t.Name()))), conn: conn}
-	if len(m.role) > 50 {
-		m.role = m.role[:50]
-	}
-	t.Cleanup(func() {
-		ctx := context.Background()
-		conn.Exec(ctx, "RESET ROLE")
-		conn.Exec(ctx, "DROP OWNED BY "+m.role+" CASCADE")
-		conn.Exec(ctx, "DROP ROLE IF EXISTS "+m.role)
-		conn.Close(ctx)
-	})
-	m.exec(t, "CREATE ROLE "+m.role+" NOLOGIN")
+	t.Cleanup(func() { conn.Close(context.Background()) })
+	m := &mallory{role: role, conn: conn}
 	m.exec(t, "GRANT USAGE, CREATE ON SCHEMA public TO "+m.role)
 	m.as(t, "CREATE TABLE public."+m.role+"_log (fn text NOT NULL, caller name NOT NULL)")
 	return m
@@ -310,10 +300,12 @@ func TestInstallIgnoresLookAlikes(t *testing.T) {
 	}
 }
 
-// TestVerifyIgnoresLookAlikes: verify's checks call unnest() unqualified;
-// with public ahead of pg_catalog in the database's search_path, a
-// look-alike public.unnest(anyarray) would run on every batch. sfgen's
-// pool pins search_path, so it does not.
+// TestVerifyIgnoresLookAlikes: with public ahead of pg_catalog in the
+// database's search_path, a look-alike public.unnest(anyarray) would run
+// on every batch of verify's checks that called unnest() unqualified.
+// sfgen's pool pins search_path, and verify's queries qualify unnest() as
+// well, so it does not; this test fails only when both are gone (it did,
+// with the pin off and one check's unnest() unqualified).
 func TestVerifyIgnoresLookAlikes(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := installSchema(t, dsn, sqlgen.Options{})
