@@ -2,6 +2,7 @@ package snowflake
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"testing"
 )
@@ -200,49 +201,137 @@ func TestBinary(t *testing.T) {
 	}
 }
 
+// checkRangeError fails unless err is a *RangeError wrapping ErrOutOfRange
+// for field f and value v, with the README's range for f and the message
+// RangeError documents.
+func checkRangeError(t *testing.T, call string, err error, f Field, v int64) {
+	t.Helper()
+	lo, hi := int64(0), int64(readmeMaxID)
+	for _, l := range readmeLimits {
+		if l.f == f {
+			lo, hi = l.lo, l.hi
+		}
+	}
+	var re *RangeError
+	if !errors.As(err, &re) || !errors.Is(err, ErrOutOfRange) {
+		t.Fatalf("%s error = %v (%T), want a *RangeError wrapping ErrOutOfRange", call, err, err)
+	}
+	if *re != (RangeError{Field: f, Value: v, Min: lo, Max: hi}) {
+		t.Fatalf("%s error = %+v, want field %s, value %d, range [%d, %d]", call, *re, f, v, lo, hi)
+	}
+	want := fmt.Sprintf("%s %d out of range [%d, %d]", f, v, lo, hi)
+	if f == FieldTimestamp {
+		want += " (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"
+	}
+	if err.Error() != want {
+		t.Fatalf("%s error = %q, want %q", call, err, want)
+	}
+}
+
+// FuzzComposeDecompose checks Compose against the README formula computed
+// with math/big (oracleCompose) for any four int64s: the same ID, or a
+// *RangeError for the first field out of range with its value and range;
+// then Decompose of the ID against the inputs. The fuzzing engine moves
+// an integer by at most 100 at a time, and most int64s are out of range,
+// so each input also checks a valid one derived from it by a bijective
+// scramble (spread over each field's whole range).
 func FuzzComposeDecompose(f *testing.F) {
 	f.Add(int64(1288834975657), int64(1), int64(1), int64(0))
 	f.Add(minTS, int64(0), int64(0), int64(0))
 	f.Add(maxTS, int64(31), int64(31), int64(4095))
 	f.Add(maxTS+1, int64(0), int64(0), int64(0))
+	f.Add(minTS-1, int64(0), int64(0), int64(0))
 	f.Add(minTS, int64(-1), int64(32), int64(4096))
+	f.Add(minTS, int64(31), int64(32), int64(0))
+	f.Add(minTS, int64(0), int64(0), int64(-1))
+	f.Add(int64(1700000000000), int64(3), int64(7), int64(42))
+	f.Add(int64(1700000000000), int64(16), int64(1), int64(2048))
+	f.Add(int64(math.MinInt64), int64(math.MaxInt64), int64(0), int64(0))
+	f.Add(int64(math.MaxInt64), int64(0), int64(0), int64(math.MinInt64))
 	f.Fuzz(func(t *testing.T, ts, dc, m, sq int64) {
-		id, err := Compose(ts, dc, m, sq)
-		valid := ts >= minTS && ts <= maxTS && dc >= 0 && dc <= 31 && m >= 0 && m <= 31 && sq >= 0 && sq <= 4095
-		if valid != (err == nil) {
-			t.Fatalf("Compose(%d, %d, %d, %d) = %d, %v; valid inputs: %v", ts, dc, m, sq, id, err, valid)
-		}
-		if !valid {
-			return
-		}
-		// A second implementation: the formula as written in the README.
-		if want := ID((ts-TwitterEpoch)<<22 | dc<<17 | m<<12 | sq); id != want {
-			t.Fatalf("Compose(%d, %d, %d, %d) = %d, want %d", ts, dc, m, sq, id, want)
-		}
-		p, err := Decompose(id)
-		if err != nil || p != (Parts{ts, dc, m, sq}) {
-			t.Fatalf("Decompose(%d) = %+v, %v; want the inputs back", id, p, err)
-		}
+		checkCompose(t, ts, dc, m, sq)
+		checkCompose(t, readmeEpoch+int64(scramble(uint64(ts))%(readmeMaxTS-readmeEpoch+1)),
+			int64(scramble(uint64(dc))%32), int64(scramble(uint64(m))%32), int64(scramble(uint64(sq))%4096))
 	})
 }
 
+func checkCompose(t *testing.T, ts, dc, m, sq int64) {
+	t.Helper()
+	call := fmt.Sprintf("Compose(%d, %d, %d, %d)", ts, dc, m, sq)
+	id, err := Compose(ts, dc, m, sq)
+	want, bad, ok := oracleCompose(ts, dc, m, sq)
+	if !ok {
+		if id != 0 {
+			t.Errorf("%s = %d alongside its error, want 0", call, id)
+		}
+		checkRangeError(t, call, err, bad, [4]int64{ts, dc, m, sq}[bad])
+		return
+	}
+	if err != nil || int64(id) != want {
+		t.Fatalf("%s = %d, %v; the README formula gives %d", call, id, err, want)
+	}
+	p, err := Decompose(id)
+	if err != nil || p != (Parts{ts, dc, m, sq}) {
+		t.Fatalf("Decompose(%d) = %+v, %v; want the inputs back", id, p, err)
+	}
+}
+
+// FuzzDecomposeCompose checks Decompose against division and remainder
+// (oracleDecompose) for any int64, field by field, and that a negative ID
+// is a *RangeError for FieldID; then Compose of the fields against the ID.
+// Each input also checks its scramble, whose bits are spread over every
+// field: the engine's steps of at most 100 stay in the sequence bits.
 func FuzzDecomposeCompose(f *testing.F) {
 	f.Add(int64(4194439168))
+	f.Add(int64(0))
+	f.Add(int64(1<<22 - 1))
+	f.Add(int64(1 << 22))
+	f.Add(int64(31 << 17))
+	f.Add(int64(31 << 12))
+	f.Add(int64(1724551110456668202))
 	f.Add(int64(math.MaxInt64))
 	f.Add(int64(-1))
+	f.Add(int64(math.MinInt64))
 	f.Fuzz(func(t *testing.T, n int64) {
-		p, err := Decompose(ID(n))
-		if (n < 0) != (err != nil) {
-			t.Fatalf("Decompose(%d) error = %v", n, err)
-		}
-		if n < 0 {
-			return
-		}
-		id, err := Compose(p.Timestamp, p.Datacenter, p.Machine, p.Sequence)
-		if err != nil || id != ID(n) {
-			t.Fatalf("Compose(Decompose(%d)) = %d, %v", n, id, err)
-		}
+		checkDecompose(t, n)
+		checkDecompose(t, int64(scramble(uint64(n))))
 	})
+}
+
+func checkDecompose(t *testing.T, n int64) {
+	t.Helper()
+	p, err := Decompose(ID(n))
+	if n < 0 {
+		if p != (Parts{}) {
+			t.Errorf("Decompose(%d) = %+v alongside its error, want zero Parts", n, p)
+		}
+		checkRangeError(t, fmt.Sprintf("Decompose(%d)", n), err, FieldID, n)
+		return
+	}
+	want := oracleDecompose(n)
+	if err != nil {
+		t.Fatalf("Decompose(%d) error = %v, want %+v", n, err, want)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want int64
+	}{
+		{"timestamp", p.Timestamp, want.Timestamp},
+		{"datacenter", p.Datacenter, want.Datacenter},
+		{"machine", p.Machine, want.Machine},
+		{"sequence", p.Sequence, want.Sequence},
+	} {
+		if c.got != c.want {
+			t.Errorf("Decompose(%d): %s = %d, want %d", n, c.name, c.got, c.want)
+		}
+	}
+	if t.Failed() {
+		t.FailNow()
+	}
+	id, err := Compose(p.Timestamp, p.Datacenter, p.Machine, p.Sequence)
+	if err != nil || id != ID(n) {
+		t.Fatalf("Compose(Decompose(%d)) = %d, %v", n, id, err)
+	}
 }
 
 var sinkID ID

@@ -14,14 +14,19 @@ import (
 // either a string or a number.
 type ID int64
 
-// ParseID parses a decimal ID, from 0 to 9223372036854775807. A negative
-// number returns a *RangeError for FieldID; anything else that is not a
-// decimal integer in int64 range returns a *ParseError.
+// ParseID parses a decimal ID, from 0 to 9223372036854775807: an optional
+// '+' or '-' sign, then one or more ASCII digits (leading zeros allowed),
+// and nothing else. A negative number returns a *RangeError for FieldID
+// (whose Value is -9223372036854775808 for a number below the int64
+// range); anything else that is not a decimal integer in int64 range
+// returns a *ParseError.
 func ParseID(s string) (ID, error) {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil {
 		reason := "is not a decimal integer"
-		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+		// strconv reports an overflow as soon as it meets one, without
+		// reading on: "99999999999999999999x" is ErrRange, not ErrSyntax.
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange && isInteger(s) {
 			if strings.HasPrefix(s, "-") {
 				return 0, twitter.rangeError(FieldID, -1<<63)
 			}
@@ -33,6 +38,23 @@ func ParseID(s string) (ID, error) {
 		return 0, twitter.rangeError(FieldID, n)
 	}
 	return ID(n), nil
+}
+
+// isInteger reports whether s is an optional sign and one or more ASCII
+// digits, of any length.
+func isInteger(s string) bool {
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // Int64 returns the ID as an int64.

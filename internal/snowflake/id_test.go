@@ -3,7 +3,7 @@ package snowflake
 import (
 	"encoding/json"
 	"errors"
-	"strconv"
+	"fmt"
 	"testing"
 )
 
@@ -25,6 +25,10 @@ func TestParseID(t *testing.T) {
 		{"1.5", 0, ErrSyntax},
 		{" 1", 0, ErrSyntax},
 		{"0x10", 0, ErrSyntax},
+		// Not numbers, though strconv stops at the overflow and calls
+		// them out of range (found by FuzzParseID).
+		{"20000000000000000000A", 0, ErrSyntax},
+		{"-99999999999999999999x", 0, ErrSyntax},
 	} {
 		got, err := ParseID(tc.in)
 		if got != tc.want || !errors.Is(err, tc.wantErr) || (tc.wantErr == nil) != (err == nil) {
@@ -60,24 +64,48 @@ func TestIDJSON(t *testing.T) {
 	}
 }
 
+// FuzzParseID checks ParseID against a hand-written decimal reader
+// (oracleParseID) for any string: the same accept or reject, the same
+// value, and the documented error: a *RangeError for FieldID for a
+// negative number (its value saturated at the int64 minimum), a
+// *ParseError for anything else it cannot take.
 func FuzzParseID(f *testing.F) {
-	for _, s := range []string{"0", "4194439168", "-1", "9223372036854775807", "9223372036854775808", "x", "+1", "007"} {
+	for _, s := range []string{
+		"0", "4194439168", "9223372036854775807", "007", "+1", "-0", "+0", "00000000000000000000009223372036854775807",
+		"9223372036854775808", "18446744073709551616", "99999999999999999999", "+9223372036854775808",
+		"-1", "-9223372036854775808", "-9223372036854775809", "-99999999999999999999", "-00",
+		"", "+", "-", "+-1", "--1", "++1", " 1", "1 ", "\t1", "1\n", "1_000", "0x10", "0b1", "1e3", "1.0", "x",
+		"\u0663", "１", "\x00", "1\x00",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		id, err := ParseID(s)
-		n, perr := strconv.ParseInt(s, 10, 64)
-		if (err == nil) != (perr == nil && n >= 0) {
-			t.Fatalf("ParseID(%q) = %d, %v; strconv says %d, %v", s, id, err, n, perr)
-		}
-		if err != nil {
-			if !errors.Is(err, ErrSyntax) && !errors.Is(err, ErrOutOfRange) {
-				t.Fatalf("ParseID(%q) error %v wraps neither sentinel", s, err)
+		want, outcome := oracleParseID(s)
+		switch outcome {
+		case parseOK:
+			if err != nil || int64(id) != want {
+				t.Fatalf("ParseID(%q) = %d, %v; want %d", s, id, err, want)
+			}
+		case parseNegative:
+			if id != 0 {
+				t.Errorf("ParseID(%q) = %d alongside its error, want 0", s, id)
+			}
+			checkRangeError(t, fmt.Sprintf("ParseID(%q)", s), err, FieldID, want)
+			return
+		default:
+			reason := "is not a decimal integer"
+			if outcome == parseTooLarge {
+				reason = "is larger than 9223372036854775807"
+			}
+			var pe *ParseError
+			if !errors.As(err, &pe) || !errors.Is(err, ErrSyntax) || *pe != (ParseError{Input: s, Reason: reason}) || id != 0 {
+				t.Fatalf("ParseID(%q) = %d, %v (%T); want 0 and a *ParseError wrapping ErrSyntax with reason %q", s, id, err, err, reason)
+			}
+			if msg := fmt.Sprintf("id %q %s", s, reason); err.Error() != msg {
+				t.Fatalf("ParseID(%q) error = %q, want %q", s, err, msg)
 			}
 			return
-		}
-		if int64(id) != n {
-			t.Fatalf("ParseID(%q) = %d, want %d", s, id, n)
 		}
 		// Round trip through text and JSON.
 		again, err := ParseID(id.String())

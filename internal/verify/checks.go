@@ -56,6 +56,21 @@ BEGIN
     END;
 END
 $fn$;
+
+CREATE OR REPLACE FUNCTION pg_temp.sfgen_try_range(t pg_catalog.timestamptz, last boolean,
+    OUT id bigint, OUT state pg_catalog.text, OUT message pg_catalog.text)
+LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF last THEN
+        id := %[1]s.snowflake_last_id(t);
+    ELSE
+        id := %[1]s.snowflake_first_id(t);
+    END IF;
+EXCEPTION WHEN OTHERS THEN
+    state := SQLSTATE;
+    message := SQLERRM;
+END
+$fn$;
 `
 
 // prepare creates the helpers on conn's session, once per session.

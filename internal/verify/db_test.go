@@ -88,9 +88,15 @@ func TestDatabaseAgreesWithGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%d vectors, %d random inputs (%d valid, %d rejected) at %.0f inputs/s", rep.Vectors, rep.Checked, rep.Valid, rep.Rejected, rep.PerSecond)
-	if rep.Checked != *countFlag || rep.Valid == 0 || rep.Rejected == 0 || rep.Vectors == 0 {
-		t.Errorf("report %+v does not cover the inputs asked for", rep)
+	t.Logf("%d vectors, %d random inputs (%d valid, %d rejected), %d fixed and %d random times at %.0f inputs/s",
+		rep.Vectors, rep.Checked, rep.Valid, rep.Rejected, rep.TimeVectors, rep.Times, rep.PerSecond)
+	times := 0 // one for every ten inputs of each batch
+	for done := 0; done < *countFlag; done += 8192 {
+		times += min(8192, *countFlag-done) / timesPerInput
+	}
+	if rep.Checked != *countFlag || rep.Valid == 0 || rep.Rejected == 0 || rep.Vectors == 0 ||
+		rep.TimeVectors != len(TimeVectors(snowflake.Twitter)) || rep.Times != times {
+		t.Errorf("report %+v does not cover the inputs asked for (want %d random times)", rep, times)
 	}
 	if !rep.OK() {
 		for _, m := range rep.Examples {
@@ -142,6 +148,11 @@ func TestDetectsBrokenSQL(t *testing.T) {
 		{"machine limit one too high", "machine_id OPERATOR(pg_catalog.>) 31", "machine_id OPERATOR(pg_catalog.>) 32", "snowflake_compose"},
 		{"timestamp decoded from the wrong epoch", "(id OPERATOR(pg_catalog.>>) 22) OPERATOR(pg_catalog.+) 1288834974657;", "(id OPERATOR(pg_catalog.>>) 22) OPERATOR(pg_catalog.+) 1288834974658;", "snowflake_decompose"},
 		{"error names the wrong field", "'sequence %s out of range [0, 4095]'", "'seq %s out of range [0, 4095]'", "snowflake_compose"},
+		{"first_id rounds down", "ms := pg_catalog.ceil(", "ms := pg_catalog.floor(", "snowflake_first_id"},
+		{"last_id without the node and sequence bits", " OPERATOR(pg_catalog.|) 4194303;", ";", "snowflake_last_id"},
+		{"first_id's limit one too high", "IF ms OPERATOR(pg_catalog.>) 3487858230208 THEN", "IF ms OPERATOR(pg_catalog.>) 3487858230209 THEN", "snowflake_first_id"},
+		{"last_id's limit one too low", "IF ms OPERATOR(pg_catalog.<) 1288834974657 THEN", "IF ms OPERATOR(pg_catalog.<) 1288834974656 THEN", "snowflake_last_id"},
+		{"last_id's largest ID one short", "RETURN 9223372036854775807;", "RETURN 9223372036854775806;", "snowflake_last_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool, schema := database(t)

@@ -46,17 +46,19 @@ type Options struct {
 
 // A Report is what Run found.
 type Report struct {
-	Schema     string        `json:"schema"`
-	Layout     string        `json:"layout"`
-	Seed       uint64        `json:"seed"`
-	Vectors    int           `json:"vectors"`    // fixed vectors checked
-	Checked    int           `json:"checked"`    // random inputs checked
-	Valid      int           `json:"valid"`      // inputs Go composed (then decomposed and dated)
-	Rejected   int           `json:"rejected"`   // inputs Go rejected: out-of-range fields and negative IDs
-	Mismatches int           `json:"mismatches"` // inputs on which the two sides differ
-	Examples   []Mismatch    `json:"examples"`   // the first mismatches, in full
-	Elapsed    time.Duration `json:"elapsed_ns"`
-	PerSecond  float64       `json:"inputs_per_second"` // random inputs checked per second
+	Schema      string        `json:"schema"`
+	Layout      string        `json:"layout"`
+	Seed        uint64        `json:"seed"`
+	Vectors     int           `json:"vectors"`      // fixed vectors checked
+	TimeVectors int           `json:"time_vectors"` // fixed times checked in snowflake_first_id and snowflake_last_id
+	Times       int           `json:"times"`        // random times checked in both (not counted in Checked)
+	Checked     int           `json:"checked"`      // random inputs checked
+	Valid       int           `json:"valid"`        // inputs Go composed (then decomposed and dated)
+	Rejected    int           `json:"rejected"`     // inputs Go rejected: out-of-range fields and negative IDs
+	Mismatches  int           `json:"mismatches"`   // calls on which the two sides differ, times included
+	Examples    []Mismatch    `json:"examples"`     // the first mismatches, in full
+	Elapsed     time.Duration `json:"elapsed_ns"`
+	PerSecond   float64       `json:"inputs_per_second"` // random inputs checked per second
 
 	Generator *GeneratorReport `json:"generator,omitempty"` // the check of snowflake_next_id()
 
@@ -95,8 +97,11 @@ func (m Mismatch) String() string {
 }
 
 // Run checks the functions installed in o.Schema of the database behind
-// pool against the Go composer: first the fixed vectors, then o.Count
-// random inputs, then the generator (see CheckGenerator). It installs
+// pool against the Go composer: first the fixed vectors and fixed times
+// (TimeVectors), then o.Count random inputs and one random time for every
+// ten of them, then the generator (see CheckGenerator). Each time is
+// checked in snowflake_first_id and snowflake_last_id against
+// Layout.FirstID and Layout.LastID. It installs
 // nothing; it creates session-temporary helper functions (in pg_temp)
 // that catch each rejection, and it uses up the IDs the generator check
 // draws. A non-nil error means the check could not run; mismatches are in
@@ -127,12 +132,13 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	vr, err := c.batch(ctx, conn, -1, inputs, []int64{-1, -4194439168, -1 << 63})
+	times := timeVectorTimes(o.Layout)
+	vr, err := c.batch(ctx, conn, -1, inputs, []int64{-1, -4194439168, -1 << 63}, times)
 	conn.Release()
 	if err != nil {
 		return nil, err
 	}
-	c.rep.Vectors = len(vectors)
+	c.rep.Vectors, c.rep.TimeVectors = len(vectors), len(times)
 	c.merge(vr, false)
 
 	batches := (o.Count + o.BatchSize - 1) / o.BatchSize
@@ -236,6 +242,8 @@ var requiredFunctions = []string{
 	"snowflake_compose(bigint, integer, integer, integer)",
 	"snowflake_decompose(bigint)",
 	"snowflake_timestamp(bigint)",
+	"snowflake_first_id(timestamptz)",
+	"snowflake_last_id(timestamptz)",
 }
 
 // CheckInstalled returns nil when schema holds every function Run calls,
@@ -292,6 +300,7 @@ type checker struct {
 
 type batchResult struct {
 	checked, valid, rejected, mismatches int
+	times                                int // random times checked
 	examples                             []Mismatch
 }
 
@@ -302,6 +311,7 @@ func (c *checker) merge(r *batchResult, random bool) {
 		c.rep.Checked += r.checked
 		c.rep.Valid += r.valid
 		c.rep.Rejected += r.rejected
+		c.rep.Times += r.times
 	}
 	c.rep.Mismatches += r.mismatches
 	for _, m := range r.examples {
@@ -326,11 +336,22 @@ func (c *checker) randomBatch(ctx context.Context, conn *pgxpool.Conn, b int) (*
 			inputs = append(inputs, g.input(r, k))
 		}
 	}
-	return c.batch(ctx, conn, b, inputs, negatives)
+	// Drawn after the inputs, so that a seed gives the inputs it gave
+	// before times were checked.
+	times := make([]Time, n/timesPerInput)
+	for i := range times {
+		times[i] = g.time(r)
+	}
+	res, err := c.batch(ctx, conn, b, inputs, negatives, times)
+	if err != nil {
+		return nil, err
+	}
+	res.times = len(times)
+	return res, nil
 }
 
-// batch checks compose inputs and negative IDs on both sides.
-func (c *checker) batch(ctx context.Context, conn *pgxpool.Conn, b int, inputs []Input, negatives []int64) (*batchResult, error) {
+// batch checks compose inputs, negative IDs and times on both sides.
+func (c *checker) batch(ctx context.Context, conn *pgxpool.Conn, b int, inputs []Input, negatives []int64, times []Time) (*batchResult, error) {
 	res := &batchResult{checked: len(inputs) + len(negatives), rejected: len(negatives)}
 	l := c.o.Layout
 	var valid, invalid []Input
@@ -360,6 +381,9 @@ func (c *checker) batch(ctx context.Context, conn *pgxpool.Conn, b int, inputs [
 		return nil, err
 	}
 	if err := c.checkNegative(ctx, conn, negatives, mismatch); err != nil {
+		return nil, err
+	}
+	if err := c.checkTimes(ctx, conn, times, mismatch); err != nil {
 		return nil, err
 	}
 	return res, nil
