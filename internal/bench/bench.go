@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,21 +34,23 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-// Limits on Config.Clients, Config.Rounds and the length of one round, and
-// the length of a round by default.
+// The defaults of Config's zero fields, and the limits Normalize checks.
 const (
-	MaxClients   = 1000
-	MaxRounds    = 600
-	MinRound     = 100 * time.Millisecond
-	DefaultRound = 200 * time.Millisecond
+	DefaultClients  = 8
+	MaxClients      = 1000
+	DefaultDuration = 20 * time.Second
+	MaxDuration     = 24 * time.Hour // Duration is at least MinRound
+	MaxRounds       = 600
+	MinRound        = 100 * time.Millisecond // the shortest round measured
+	DefaultRound    = 200 * time.Millisecond // the length of a round when Rounds is 0
 )
 
 // Config says what to measure.
 type Config struct {
 	DSN      string        // the database; snowflake_next_id() must be installed in Schema
 	Schema   string        // where snowflake_next_id() is, and where the scratch tables go; "" means public
-	Clients  int           // concurrent connections; 0 means 8
-	Duration time.Duration // measured time per variant, split over the rounds; 0 means 20s
+	Clients  int           // concurrent connections; 0 means DefaultClients
+	Duration time.Duration // measured time per variant, split over the rounds; 0 means DefaultDuration
 	// Rounds is the number of rounds per variant; 0 means one per
 	// DefaultRound of Duration (at least 1, at most 600). Short rounds
 	// alternate often, so that the machine's drift (other work, frequency)
@@ -116,13 +119,16 @@ func (c *Config) Normalize() error {
 		return err
 	}
 	if c.Clients == 0 {
-		c.Clients = 8
+		c.Clients = DefaultClients
 	}
 	if c.Clients < 1 || c.Clients > MaxClients {
 		return fmt.Errorf("clients %d out of range [1, %d]", c.Clients, MaxClients)
 	}
 	if c.Duration == 0 {
-		c.Duration = 20 * time.Second
+		c.Duration = DefaultDuration
+	}
+	if c.Duration < MinRound || c.Duration > MaxDuration {
+		return fmt.Errorf("duration %s out of range [%s, %s]", FormatDuration(c.Duration), FormatDuration(MinRound), FormatDuration(MaxDuration))
 	}
 	if c.Rounds == 0 {
 		c.Rounds = min(max(int(c.Duration/DefaultRound), 1), MaxRounds)
@@ -131,12 +137,26 @@ func (c *Config) Normalize() error {
 		return fmt.Errorf("rounds %d out of range [1, %d]", c.Rounds, MaxRounds)
 	}
 	if c.Duration/time.Duration(c.Rounds) < MinRound {
-		return fmt.Errorf("duration %v in %d rounds is too short to measure: want rounds of %v or more", c.Duration, c.Rounds, MinRound)
+		return fmt.Errorf("duration %s in %d rounds is too short to measure: want rounds of %s or more", FormatDuration(c.Duration), c.Rounds, FormatDuration(MinRound))
 	}
 	if c.SynchronousCommit == "" {
 		c.SynchronousCommit = "off"
 	}
 	return nil
+}
+
+// FormatDuration writes d as [time.Duration.String] does, without the
+// zero minutes and seconds that follow whole hours or minutes: 24h, 1h30m,
+// 10m, 1m30s, 100ms.
+func FormatDuration(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // Run runs the benchmark described by cfg.

@@ -67,7 +67,9 @@ func TestRunConfig(t *testing.T) {
 		{Config{Rounds: -1}, "rounds -1 out of range [1, 600]"},
 		{Config{Rounds: 601}, "rounds 601 out of range [1, 600]"},
 		{Config{Duration: time.Second, Rounds: 20}, "duration 1s in 20 rounds is too short to measure: want rounds of 100ms or more"},
-		{Config{Duration: 50 * time.Millisecond}, "duration 50ms in 1 rounds is too short"},
+		{Config{Duration: 50 * time.Millisecond}, "duration 50ms out of range [100ms, 24h]"},
+		{Config{Duration: 25 * time.Hour}, "duration 25h out of range [100ms, 24h]"},
+		{Config{Duration: -time.Second}, "duration -1s out of range [100ms, 24h]"},
 		{Config{Schema: "A"}, "schema"},
 	} {
 		_, err := Run(t.Context(), tc.cfg)
@@ -88,7 +90,7 @@ func TestNormalizeRounds(t *testing.T) {
 		d    time.Duration
 		want int
 	}{
-		{0, 100}, // the default 20s
+		{0, 100}, // DefaultDuration, 20s
 		{20 * time.Second, 100},
 		{2500 * time.Millisecond, 12},
 		{500 * time.Millisecond, 2},
@@ -99,8 +101,28 @@ func TestNormalizeRounds(t *testing.T) {
 		if err := c.Normalize(); err != nil {
 			t.Fatalf("duration %v: %v", tc.d, err)
 		}
-		if c.Rounds != tc.want || c.Clients != 8 || c.SynchronousCommit != "off" {
+		if c.Rounds != tc.want || c.Clients != DefaultClients || c.SynchronousCommit != "off" {
 			t.Errorf("duration %v: %+v, want %d rounds", tc.d, c, tc.want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{24 * time.Hour, "24h"},
+		{90 * time.Minute, "1h30m"},
+		{time.Hour + time.Second, "1h0m1s"},
+		{10 * time.Minute, "10m"},
+		{90 * time.Second, "1m30s"},
+		{10 * time.Second, "10s"},
+		{100 * time.Millisecond, "100ms"},
+		{0, "0s"},
+	} {
+		if got := FormatDuration(tc.d); got != tc.want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", tc.d, got, tc.want)
 		}
 	}
 }
