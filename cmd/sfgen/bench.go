@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"time"
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
@@ -43,35 +42,20 @@ Examples:
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("bench", benchHelp, stdout, stderr)
-	dsnFlag := c.fs.String("dsn", "", dsnHelp+"; none: a throwaway cluster")
-	schema := c.fs.String("schema", sqlgen.DefaultSchema, "schema `NAME` that holds snowflake_next_id()")
-	var clients intFlag
-	clients.text = "8"
-	c.fs.Var(&clients, "clients", fmt.Sprintf("concurrent clients `N`, 1 to %d", bench.MaxClients))
-	duration := c.fs.Duration("duration", 20*time.Second, "measured time `D` per variant, split into rounds (at least 100ms)")
-	var rounds intFlag
-	rounds.text = "0"
-	c.fs.Var(&rounds, "rounds", fmt.Sprintf("rounds `N` per variant, 1 to %d; 0: one per %v of --duration", bench.MaxRounds, bench.DefaultRound))
+	dsnFlag := c.fs.String("dsn", "", dsnThrowawayHelp)
+	schema := c.schemaVar("schema `NAME` that holds snowflake_next_id()")
+	clients := c.intVar("clients", "concurrent clients `N`", bench.DefaultClients, 1, bench.MaxClients)
+	duration := c.fs.Duration("duration", bench.DefaultDuration, withRange("measured time `D` per variant, split into rounds", bench.FormatDuration(bench.MinRound), bench.FormatDuration(bench.MaxDuration)))
+	rounds := c.intVar("rounds", fmt.Sprintf("rounds `N` per variant; 0: one per %v of --duration", bench.DefaultRound), 0, 0, bench.MaxRounds)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	n, err := parseRange("clients", clients.text, 1, bench.MaxClients)
-	if err != nil {
-		return c.usageError("%v", err)
-	}
-	if *duration < 100*time.Millisecond || *duration > 24*time.Hour {
-		return c.usageError("duration %v out of range [100ms, 24h]", *duration)
-	}
-	r, err := parseRange("rounds", rounds.text, 0, bench.MaxRounds)
-	if err != nil {
-		return c.usageError("%v", err)
-	}
 	cfg := bench.Config{
 		Schema:   *schema,
-		Clients:  n,
+		Clients:  clients.Int(),
 		Duration: *duration,
-		Rounds:   r,
+		Rounds:   rounds.Int(),
 		Progress: prefixWriter{stderr, "sfgen bench: "},
 	}
 	if err := cfg.Normalize(); err != nil {
@@ -134,19 +118,6 @@ func installForBench(ctx context.Context, dsn, schema string) error {
 		return fmt.Errorf("create pg_walinspect: %s", redactErr(err, dsn))
 	}
 	return nil
-}
-
-// parseRange parses text as an integer in [lo, hi], with an error that
-// names the field, the text and the range.
-func parseRange(field, text string, lo, hi int64) (int, error) {
-	var n int64
-	if _, err := fmt.Sscan(text, &n); err != nil || fmt.Sprint(n) != text {
-		return 0, fmt.Errorf("%s %q is not a whole number; want an integer in [%d, %d]", field, text, lo, hi)
-	}
-	if n < lo || n > hi {
-		return 0, fmt.Errorf("%s %d out of range [%d, %d]", field, n, lo, hi)
-	}
-	return int(n), nil
 }
 
 // prefixWriter writes each Write (one line) with a prefix.

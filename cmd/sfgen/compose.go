@@ -23,32 +23,20 @@ Examples:
 
 func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("compose", composeHelp, stdout, stderr)
-	var ts, dc, m, seq intFlag
-	c.fs.Var(&ts, "timestamp", "Unix time in `MS`, 1288834974657 to 3487858230208 (default now)")
-	c.fs.Var(&dc, "datacenter", "datacenter `N`, 0 to 31")
-	c.fs.Var(&m, "machine", "machine (worker) `N`, 0 to 31")
-	c.fs.Var(&seq, "sequence", "sequence `N`, 0 to 4095")
+	l := snowflake.Twitter
+	ts := c.fieldVar(l, snowflake.FieldTimestamp, "Unix time in `MS`", "now")
+	dc := c.fieldVar(l, snowflake.FieldDatacenter, "datacenter `N`", "")
+	m := c.fieldVar(l, snowflake.FieldMachine, "machine (worker) `N`", "")
+	seq := c.fieldVar(l, snowflake.FieldSequence, "sequence `N`", "")
 	asJSON := c.fs.Bool("json", false, "print one JSON object instead of the breakdown")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-
-	l := snowflake.Twitter
-	values := [4]int64{time.Now().UnixMilli(), 0, 0, 0}
-	for i, f := range []struct {
-		flag  *intFlag
-		field snowflake.Field
-	}{{&ts, snowflake.FieldTimestamp}, {&dc, snowflake.FieldDatacenter}, {&m, snowflake.FieldMachine}, {&seq, snowflake.FieldSequence}} {
-		if !f.flag.set {
-			continue
-		}
-		v, err := f.flag.field(l, f.field)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		values[i] = v
+	ms := time.Now().UnixMilli()
+	if ts.set {
+		ms = ts.Int64()
 	}
-	id, err := l.Compose(values[0], values[1], values[2], values[3])
+	id, err := l.Compose(ms, dc.Int64(), m.Int64(), seq.Int64())
 	if err != nil {
 		return c.usageError("%v", err)
 	}
@@ -65,6 +53,11 @@ type idJSON struct {
 	Sequence    int64        `json:"sequence"`
 }
 
+// newIDJSON returns the JSON form of id, whose parts are p.
+func newIDJSON(id snowflake.ID, p snowflake.Parts) idJSON {
+	return idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence}
+}
+
 // timeFormat is RFC 3339 in UTC with exactly three fractional digits.
 const timeFormat = "2006-01-02T15:04:05.000Z07:00"
 
@@ -74,7 +67,7 @@ func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 		return c.usageError("%v", err)
 	}
 	if asJSON {
-		b, err := json.Marshal(idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence})
+		b, err := json.Marshal(newIDJSON(id, p))
 		if err != nil {
 			return c.fail("%v", err)
 		}

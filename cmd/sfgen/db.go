@@ -11,8 +11,12 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-// dsnHelp is the usage text of every --dsn flag.
-const dsnHelp = "PostgreSQL connection `URL` (default $DATABASE_URL)"
+// dsnHelp is the usage text of every --dsn flag, and dsnThrowawayHelp
+// that of the commands that start a throwaway PostgreSQL without one.
+const (
+	dsnHelp          = "PostgreSQL connection `URL` (default $DATABASE_URL)"
+	dsnThrowawayHelp = dsnHelp + "; without one, a throwaway PostgreSQL"
+)
 
 // dsnOrEnv returns the --dsn value, or $DATABASE_URL when the flag is empty.
 func dsnOrEnv(flagValue string) string {
@@ -61,32 +65,18 @@ func redactErr(err error, dsn string) string { return connect.Redact(err, dsn) }
 
 // sqlFlags are the flags that choose what SQL to render: schema and node.
 type sqlFlags struct {
-	schema      string
-	dc, machine intFlag
+	schema *string
+	node   nodeFlags
 }
 
 func (f *sqlFlags) register(c *cli) {
-	c.fs.StringVar(&f.schema, "schema", sqlgen.DefaultSchema, "install into schema `NAME` (created if missing)")
-	c.fs.Var(&f.dc, "datacenter", "datacenter `N` (0 to 31) that snowflake_next_id() uses until `sfgen node` changes it")
-	c.fs.Var(&f.machine, "machine", "machine `N` (0 to 31) that snowflake_next_id() uses until `sfgen node` changes it")
+	f.schema = c.schemaVar("install into schema `NAME` (created if missing)")
+	f.node = c.nodeFlags(snowflake.Twitter, "%s `N` that snowflake_next_id() uses until `sfgen node` changes it")
 }
 
-// options validates the flags and returns the sqlgen options they mean.
-func (f *sqlFlags) options() (sqlgen.Options, error) {
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: f.schema}
-	if err := sqlgen.ValidateSchema(f.schema); err != nil {
-		return o, err
-	}
-	var err error
-	if f.dc.set {
-		if o.Datacenter, err = f.dc.node(o.Layout, snowflake.FieldDatacenter); err != nil {
-			return o, err
-		}
-	}
-	if f.machine.set {
-		if o.Machine, err = f.machine.node(o.Layout, snowflake.FieldMachine); err != nil {
-			return o, err
-		}
-	}
-	return o, nil
+// options returns the sqlgen options the flags mean.
+func (f *sqlFlags) options() sqlgen.Options {
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: *f.schema}
+	o.Datacenter, o.Machine = f.node.values()
+	return o
 }

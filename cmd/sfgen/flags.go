@@ -5,10 +5,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"math/big"
 	"strconv"
 	"strings"
 
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // A cli holds what one subcommand needs: its name, flag set and streams.
@@ -17,7 +20,8 @@ type cli struct {
 	fs     *flag.FlagSet
 	stdout io.Writer
 	stderr io.Writer
-	help   string // text after "Usage:", with examples
+	help   string         // text after "Usage:", with examples
+	checks []func() error // of the flags' values, run after parsing in the order the flags were defined
 }
 
 func newCLI(name, help string, stdout, stderr io.Writer) *cli {
@@ -27,9 +31,10 @@ func newCLI(name, help string, stdout, stderr io.Writer) *cli {
 }
 
 // parse parses args, which may mix flags and positional arguments in any
-// order (so "decompose 42 --json" works, and "-5" is a value, not a flag).
-// It returns the positional arguments, and on error or --help the exit
-// status to return (with done set).
+// order (so "decompose 42 --json" works, and "-5" is a value, not a flag),
+// and checks the values of the integer and schema flags. It returns the positional
+// arguments, and on error or --help the exit status to return (with done
+// set).
 func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 	var flags []string
 	for i := 0; i < len(args); i++ {
@@ -64,6 +69,11 @@ func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 		}
 		return nil, c.usageError("%s; see 'sfgen %s --help'", msg, c.name), true
 	}
+	for _, check := range c.checks {
+		if err := check(); err != nil {
+			return nil, c.usageError("%v", err), true
+		}
+	}
 	return pos, exitOK, false
 }
 
@@ -91,7 +101,6 @@ func (c *cli) fail(format string, args ...any) int {
 
 func (c *cli) printHelp(w io.Writer) {
 	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags:\n", strings.TrimSpace(c.help))
-	c.fs.SetOutput(w)
 	c.fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
 		fmt.Fprintf(w, "  --%s", f.Name)
@@ -104,7 +113,6 @@ func (c *cli) printHelp(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	})
-	c.fs.SetOutput(io.Discard)
 }
 
 func isBoolFlag(f *flag.Flag) bool {
@@ -117,48 +125,161 @@ func isNumber(s string) bool {
 	return err == nil
 }
 
-// node parses the flag's text as field f (FieldDatacenter or FieldMachine)
-// of layout l and checks it is in range: a node number has no composer to
-// check it later.
-func (f *intFlag) node(l snowflake.Layout, fld snowflake.Field) (int64, error) {
-	v, err := f.field(l, fld)
-	if err == nil && (v < l.Min(fld) || v > l.Max(fld)) {
-		err = &snowflake.RangeError{Field: fld, Value: v, Min: l.Min(fld), Max: l.Max(fld)}
-	}
-	return v, err
-}
-
-// intFlag is an integer flag whose text is kept, so that a bad value can be
-// reported with its field's range rather than as a bare parse error.
-type intFlag struct {
-	text string
-	set  bool
-}
-
-func (f *intFlag) String() string { return f.text }
-func (f *intFlag) Set(s string) error {
-	f.text, f.set = s, true
-	return nil
-}
-
-// field parses the flag's text as a value of field f of layout l. Text
-// that is not an integer, or does not fit in an int64, gets an error that
-// names the field, the text and the range. The range itself is checked by
-// the composer, not here.
-func (f *intFlag) field(l snowflake.Layout, fld snowflake.Field) (int64, error) {
-	n, err := strconv.ParseInt(f.text, 10, 64)
-	if errors.Is(err, strconv.ErrRange) {
-		return 0, errors.New(snowflake.RangeMessage(fld, f.text, l.Min(fld), l.Max(fld)))
-	}
-	if err != nil {
-		return 0, fmt.Errorf("%s %q is not a whole number; want an integer in [%d, %d]", fld, f.text, l.Min(fld), l.Max(fld))
-	}
-	return n, nil
-}
-
 // flagSet reports whether the flag called name was given.
 func (c *cli) flagSet(name string) bool {
 	set := false
 	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
+}
+
+// An intFlag is an integer flag with a range, the one kind of integer flag
+// sfgen has. Set keeps the text as given; parse then checks it, so that a
+// bad value is a usage error that names the value and the range, in one
+// style for every flag:
+//
+//	count 0 out of range [1, 10000000]
+//	count "1e3" is not a whole number; want an integer in [1, 10000000]
+//
+// The range is held in big.Ints, so that one type serves int64 ranges and
+// --seed's uint64 one, and a number too long for either is out of range
+// rather than a parse error.
+type intFlag struct {
+	name     string   // what messages call the value: "count", "datacenter"
+	min, max *big.Int // the range, inclusive
+	def      string   // the default as help shows it: "8", "now"
+	// outOfRange, if set, words the message for a value outside the range
+	// (a snowflake field's, which for a timestamp also gives its times).
+	outOfRange func(value string) string
+
+	text string
+	set  bool
+	val  big.Int // the value, once checked; the default's until then
+}
+
+func (f *intFlag) String() string {
+	switch {
+	case f == nil:
+		return ""
+	case f.set:
+		return f.text
+	}
+	return f.def
+}
+
+func (f *intFlag) Set(s string) error {
+	f.text, f.set = s, true
+	return nil
+}
+
+// check parses a given value and checks its range.
+func (f *intFlag) check() error {
+	if !f.set {
+		return nil
+	}
+	if _, ok := f.val.SetString(f.text, 10); !ok {
+		return fmt.Errorf("%s %q is not a whole number; want an integer in [%s, %s]", f.name, f.text, f.min, f.max)
+	}
+	if f.val.Cmp(f.min) < 0 || f.val.Cmp(f.max) > 0 {
+		if f.outOfRange != nil {
+			return errors.New(f.outOfRange(f.val.String()))
+		}
+		return fmt.Errorf("%s %s out of range [%s, %s]", f.name, &f.val, f.min, f.max)
+	}
+	return nil
+}
+
+// Int64 returns the value of a flag whose range is within int64's.
+func (f *intFlag) Int64() int64 { return f.val.Int64() }
+
+// Uint64 returns the value of a flag whose range is within uint64's.
+func (f *intFlag) Uint64() uint64 { return f.val.Uint64() }
+
+// Int returns the value of a flag whose range is within int's.
+func (f *intFlag) Int() int { return int(f.val.Int64()) }
+
+// newInt defines --name, an integer in [min, max] that help shows with
+// default def and that has value val until given. usage names the
+// value in backquotes, as package flag wants, and gets the range after it.
+func (c *cli) newInt(name, usage string, min, max, val *big.Int, def string) *intFlag {
+	f := &intFlag{name: name, min: min, max: max, def: def}
+	f.val.Set(val)
+	c.fs.Var(f, name, withRange(usage, min.String(), max.String()))
+	c.checks = append(c.checks, f.check)
+	return f
+}
+
+// intVar defines --name, an integer in [min, max], def when not given.
+func (c *cli) intVar(name, usage string, def, min, max int64) *intFlag {
+	return c.newInt(name, usage, big.NewInt(min), big.NewInt(max), big.NewInt(def), strconv.FormatInt(def, 10))
+}
+
+// uint64Var defines --name, any uint64; help shows def as its default,
+// and the caller chooses the value when the flag is not given.
+func (c *cli) uint64Var(name, usage, def string) *intFlag {
+	return c.newInt(name, usage, new(big.Int), new(big.Int).SetUint64(math.MaxUint64), new(big.Int), def)
+}
+
+// fieldVar defines --NAME for field fld of layout l, with fld's name and
+// range, 0 when not given; def is the default help shows ("" for none).
+func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def string) *intFlag {
+	lo, hi := l.Min(fld), l.Max(fld)
+	f := c.newInt(fld.String(), usage, big.NewInt(lo), big.NewInt(hi), new(big.Int), def)
+	f.outOfRange = func(v string) string { return snowflake.RangeMessage(fld, v, lo, hi) }
+	return f
+}
+
+// schemaVar defines --schema, the name of a schema, sqlgen.DefaultSchema
+// when not given, checked by sqlgen.ValidateSchema.
+func (c *cli) schemaVar(usage string) *string {
+	s := c.fs.String("schema", sqlgen.DefaultSchema, usage)
+	c.checks = append(c.checks, func() error { return sqlgen.ValidateSchema(*s) })
+	return s
+}
+
+// withRange puts "(min to max)" after the backquoted name in usage, or at
+// its end when it has none.
+func withRange(usage, min, max string) string {
+	r := fmt.Sprintf(" (%s to %s)", min, max)
+	if i := strings.Index(usage, "`"); i >= 0 {
+		if j := strings.Index(usage[i+1:], "`"); j >= 0 {
+			k := i + 1 + j + 1
+			return usage[:k] + r + usage[k:]
+		}
+	}
+	return usage + r
+}
+
+// nodeFlags are --datacenter and --machine: the node of a generator, each
+// in its field's range in the layout, 0 when not given.
+type nodeFlags struct {
+	datacenter, machine *intFlag
+}
+
+// nodeFlags defines --datacenter and --machine for layout l; usage is
+// their help, with %s for the field's name and a backquoted N.
+func (c *cli) nodeFlags(l snowflake.Layout, usage string) nodeFlags {
+	return nodeFlags{
+		datacenter: c.fieldVar(l, snowflake.FieldDatacenter, fmt.Sprintf(usage, snowflake.FieldDatacenter), ""),
+		machine:    c.fieldVar(l, snowflake.FieldMachine, fmt.Sprintf(usage, snowflake.FieldMachine), ""),
+	}
+}
+
+// given reports whether either flag was given.
+func (n nodeFlags) given() bool { return n.datacenter.set || n.machine.set }
+
+// values returns the datacenter and the machine.
+func (n nodeFlags) values() (datacenter, machine int64) {
+	return n.datacenter.Int64(), n.machine.Int64()
+}
+
+// over returns the node datacenter, machine with the given flags' values
+// in place of theirs.
+func (n nodeFlags) over(datacenter, machine int64) (int64, int64) {
+	if n.datacenter.set {
+		datacenter = n.datacenter.Int64()
+	}
+	if n.machine.set {
+		machine = n.machine.Int64()
+	}
+	return datacenter, machine
 }

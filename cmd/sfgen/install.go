@@ -39,10 +39,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	o, err := sf.options()
-	if err != nil {
-		return c.usageError("%v", err)
-	}
+	o := sf.options()
 	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
 	if !ok {
 		return code
@@ -54,7 +51,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if len(res.Applied) == 0 {
 		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen release %d\n", res.Schema, res.Version)
-		if sf.dc.set || sf.machine.set {
+		if sf.node.given() {
 			fmt.Fprintf(stderr, "sfgen install: the node flags apply to a first install only; use 'sfgen node' to change the node\n")
 		}
 		return exitOK

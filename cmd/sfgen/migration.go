@@ -49,10 +49,6 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *dir == "" {
 		return c.usageError("missing --dir; name your goose migrations directory")
 	}
-	o, err := sf.options()
-	if err != nil {
-		return c.usageError("%v", err)
-	}
 	found, err := migrationdir.Find(*dir)
 	if errors.Is(err, migrationdir.ErrNotDir) || errors.Is(err, migrationdir.ErrBadHeader) {
 		return c.usageError("%v", err)
@@ -65,25 +61,30 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		v = migrationdir.Sequential
 	}
 	if len(found) == 0 {
-		content, err := sqlgen.Migration(o)
+		content, err := sqlgen.Migration(sf.options())
 		if err != nil {
 			return c.usageError("%v", err)
 		}
 		return c.writeMigration(*dir, migrationdir.Suffix, content, v)
 	}
+	return c.writeUpgrades(*dir, found, sf, v)
+}
 
-	// An upgrade: the existing files say for which schema and layout.
+// writeUpgrades writes the upgrades to the latest release into dir, which
+// has sfgen's migrations found: their headers say for which schema and
+// layout.
+func (c *cli) writeUpgrades(dir string, found []migrationdir.Found, sf sqlFlags, v migrationdir.Versioning) int {
 	last := found[len(found)-1]
 	for _, f := range found {
 		if f.Schema != last.Schema || f.Layout != last.Layout {
-			return c.usageError("%s has sfgen migrations for more than one schema or layout (%s: schema %s, %s: schema %s); keep one install per directory", *dir, f.Name, f.Schema, last.Name, last.Schema)
+			return c.usageError("%s has sfgen migrations for more than one schema or layout (%s: schema %s, %s: schema %s); keep one install per directory", dir, f.Name, f.Schema, last.Name, last.Schema)
 		}
 	}
-	if sf.dc.set || sf.machine.set {
-		return c.usageError("%s already installs sfgen (%s); the node flags apply to a first install only: set the node with 'sfgen node --datacenter N --machine N'", *dir, last.Name)
+	if sf.node.given() {
+		return c.usageError("%s already installs sfgen (%s); the node flags apply to a first install only: set the node with 'sfgen node --datacenter N --machine N'", dir, last.Name)
 	}
-	if c.flagSet("schema") && sf.schema != last.Schema {
-		return c.usageError("--schema %s conflicts with %s's sfgen migrations, which install into schema %s", sf.schema, *dir, last.Schema)
+	if c.flagSet("schema") && *sf.schema != last.Schema {
+		return c.usageError("--schema %s conflicts with %s's sfgen migrations, which install into schema %s", *sf.schema, dir, last.Schema)
 	}
 	if err := sqlgen.ValidateSchema(last.Schema); err != nil {
 		return c.usageError("%s: %v", last.Name, err)
@@ -97,18 +98,19 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	switch {
 	case release == sqlgen.Latest:
-		fmt.Fprintf(stderr, "sfgen migration: up to date: %s installs sfgen release %d into schema %s (%s); nothing written\n", *dir, release, last.Schema, last.Name)
+		fmt.Fprintf(c.stderr, "sfgen migration: up to date: %s installs sfgen release %d into schema %s (%s); nothing written\n", dir, release, last.Schema, last.Name)
 		return exitOK
 	case release > sqlgen.Latest:
-		return c.fail("%s installs sfgen release %d, newer than this sfgen's release %d; use a newer sfgen", *dir, release, sqlgen.Latest)
+		return c.fail("%s installs sfgen release %d, newer than this sfgen's release %d; use a newer sfgen", dir, release, sqlgen.Latest)
 	}
+	o := sf.options()
 	o.Schema = last.Schema
 	for r := release + 1; r <= sqlgen.Latest; r++ {
 		content, err := sqlgen.Upgrade(o, r)
 		if err != nil {
 			return c.fail("%v", err)
 		}
-		if code := c.writeMigration(*dir, migrationdir.UpgradeSuffix(r), content, v); code != exitOK {
+		if code := c.writeMigration(dir, migrationdir.UpgradeSuffix(r), content, v); code != exitOK {
 			return code
 		}
 	}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"strconv"
 	"time"
@@ -36,42 +35,18 @@ Examples:
 
 func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("next", nextHelp, stdout, stderr)
-	var dc, m intFlag
-	count := intFlag{text: "1"}
-	c.fs.Var(&dc, "datacenter", "datacenter `N`, 0 to 31")
-	c.fs.Var(&m, "machine", "machine (worker) `N`, 0 to 31")
-	c.fs.Var(&count, "count", "how many IDs, `N` from 1 to 10000000")
+	l := snowflake.Twitter
+	node := c.nodeFlags(l, "%s `N`")
+	count := c.intVar("count", "how many IDs, `N`", 1, 1, maxCount)
 	asJSON := c.fs.Bool("json", false, "print one JSON object a line instead of the bare ID")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-
-	l := snowflake.Twitter
-	var node [2]int64
-	for i, f := range []struct {
-		flag  *intFlag
-		field snowflake.Field
-	}{{&dc, snowflake.FieldDatacenter}, {&m, snowflake.FieldMachine}} {
-		if !f.flag.set {
-			continue
-		}
-		v, err := f.flag.node(l, f.field)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		node[i] = v
-	}
-	n, err := strconv.ParseInt(count.text, 10, 64)
-	switch {
-	case err != nil && !errors.Is(err, strconv.ErrRange):
-		return c.usageError("count %q is not a whole number; want an integer in [1, %d]", count.text, maxCount)
-	case err != nil || n < 1 || n > maxCount:
-		return c.usageError("count %s out of range [1, %d]", count.text, maxCount)
-	}
-	g, err := l.NewGenerator(node[0], node[1])
+	g, err := l.NewGenerator(node.values())
 	if err != nil {
 		return c.usageError("%v", err)
 	}
+	n := count.Int64()
 
 	w := bufio.NewWriterSize(stdout, 64<<10)
 	enc := json.NewEncoder(w)
@@ -90,7 +65,7 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		last = id
 		if *asJSON {
 			p, _ := l.Decompose(id) // a generated ID is never negative
-			enc.Encode(idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence})
+			enc.Encode(newIDJSON(id, p))
 			continue
 		}
 		buf = strconv.AppendInt(buf[:0], int64(id), 10)

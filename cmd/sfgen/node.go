@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
@@ -36,31 +37,10 @@ Examples:
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("node", nodeHelp, stdout, stderr)
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
-	schema := c.fs.String("schema", sqlgen.DefaultSchema, "schema `NAME` that holds sfgen's functions")
-	var dcFlag, mFlag intFlag
-	c.fs.Var(&dcFlag, "datacenter", "set the datacenter to `N` (0 to 31)")
-	c.fs.Var(&mFlag, "machine", "set the machine to `N` (0 to 31)")
+	schema := c.schemaVar("schema `NAME` that holds sfgen's functions")
+	node := c.nodeFlags(snowflake.Twitter, "set the %s to `N`")
 	if code, done := c.parseFlags(args); done {
 		return code
-	}
-	if err := sqlgen.ValidateSchema(*schema); err != nil {
-		return c.usageError("%v", err)
-	}
-	l := snowflake.Twitter
-	var newDC, newM *int64
-	for _, f := range []struct {
-		flag *intFlag
-		fld  snowflake.Field
-		dst  **int64
-	}{{&dcFlag, snowflake.FieldDatacenter, &newDC}, {&mFlag, snowflake.FieldMachine, &newM}} {
-		if !f.flag.set {
-			continue
-		}
-		v, err := f.flag.node(l, f.fld)
-		if err != nil {
-			return c.usageError("%v", err)
-		}
-		*f.dst = &v
 	}
 	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
 	if !ok {
@@ -74,8 +54,8 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return c.fail("%s", redactErr(err, dsn))
 	}
 	defer tx.Rollback()
-	var oldDC, oldM int64
-	if err := tx.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&oldDC, &oldM); err != nil {
+	oldDC, oldM, err := nodeIn(ctx, tx, q)
+	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") { // undefined_function, invalid_schema_name
 			return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", *schema)
@@ -93,17 +73,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if release < sqlgen.Latest {
 		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", *schema, release, sqlgen.Latest)
 	}
-	if newDC == nil && newM == nil {
+	if !node.given() {
 		fmt.Fprintf(stdout, "datacenter %d, machine %d %s\n", oldDC, oldM, where)
 		return exitOK
 	}
-	dc, m := oldDC, oldM
-	if newDC != nil {
-		dc = *newDC
-	}
-	if newM != nil {
-		m = *newM
-	}
+	dc, m := node.over(oldDC, oldM)
 	if _, err := tx.ExecContext(ctx, "SELECT "+q+".snowflake_set_node($1, $2)", dc, m); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
@@ -111,7 +85,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return c.fail("set the node: %s", redactErr(err, dsn))
 	}
-	if err := tx.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&dc, &m); err != nil {
+	if dc, m, err = nodeIn(ctx, tx, q); err != nil {
 		return c.fail("read the node back: %s", redactErr(err, dsn))
 	}
 	if err := tx.Commit(); err != nil {
@@ -119,4 +93,10 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "datacenter %d, machine %d -> datacenter %d, machine %d %s\n", oldDC, oldM, dc, m, where)
 	return exitOK
+}
+
+// nodeIn reads the node of snowflake_next_id() in schema q (quoted).
+func nodeIn(ctx context.Context, tx *sql.Tx, q string) (datacenter, machine int64, err error) {
+	err = tx.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)
+	return datacenter, machine, err
 }

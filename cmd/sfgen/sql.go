@@ -28,10 +28,7 @@ func runSQL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	o, err := sf.options()
-	if err != nil {
-		return c.usageError("%v", err)
-	}
+	o := sf.options()
 	script, err := sqlgen.Script(o)
 	if err != nil {
 		return c.usageError("%v", err)

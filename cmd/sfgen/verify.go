@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
 	"strings"
 	"time"
 
@@ -47,34 +46,24 @@ Examples:
   sfgen verify --seed 42 --json
 `
 
-// maxVerifyCount bounds --count: a billion inputs take about an hour.
-const maxVerifyCount = 1_000_000_000
+// Verify's --count: a billion inputs take about an hour.
+const (
+	defaultVerifyCount = 100_000
+	maxVerifyCount     = 1_000_000_000
+)
 
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("verify", verifyHelp, stdout, stderr)
-	dsnFlag := c.fs.String("dsn", "", dsnHelp+"; without one, a throwaway PostgreSQL")
-	schema := c.fs.String("schema", sqlgen.DefaultSchema, "schema `NAME` that holds the functions")
-	var count, seed intFlag
-	count.text = "100000"
-	c.fs.Var(&count, "count", "random inputs to check, `N` from 0 to 1000000000")
-	c.fs.Var(&seed, "seed", "seed `S` (0 to 18446744073709551615) of the random inputs; a report prints the seed that reproduces it (default random)")
+	dsnFlag := c.fs.String("dsn", "", dsnThrowawayHelp)
+	schema := c.schemaVar("schema `NAME` that holds the functions")
+	count := c.intVar("count", "random inputs to check, `N`", defaultVerifyCount, 0, maxVerifyCount)
+	seed := c.uint64Var("seed", "seed `S` of the random inputs; a report prints the seed that reproduces it", "random")
 	asJSON := c.fs.Bool("json", false, "print the report as one JSON object")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	if err := sqlgen.ValidateSchema(*schema); err != nil {
-		return c.usageError("%v", err)
-	}
-	n, err := strconv.ParseInt(count.text, 10, 64)
-	if err != nil || n < 0 || n > maxVerifyCount {
-		return c.usageError("count %q is not a whole number in [0, %d]", count.text, maxVerifyCount)
-	}
-	o := verify.Options{Layout: snowflake.Twitter, Schema: *schema, Count: int(n)}
-	if seed.set {
-		if o.Seed, err = strconv.ParseUint(seed.text, 10, 64); err != nil {
-			return c.usageError("seed %q is not a whole number in [0, 18446744073709551615]", seed.text)
-		}
-	} else {
+	o := verify.Options{Layout: snowflake.Twitter, Schema: *schema, Count: count.Int(), Seed: seed.Uint64()}
+	if !seed.set {
 		var b [8]byte
 		rand.Read(b[:])
 		o.Seed = binary.LittleEndian.Uint64(b[:])
@@ -125,12 +114,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.Progress(-1)
 	}
 	if *asJSON {
-		b, _ := json.Marshal(struct {
-			OK     bool   `json:"ok"`
-			Server string `json:"server_version"`
-			*verify.Report
-		}{rep.OK(), server, rep})
-		fmt.Fprintf(stdout, "%s\n", b)
+		writeVerifyJSON(stdout, rep, server)
 	} else {
 		writeVerifyReport(stdout, rep, server)
 	}
@@ -138,6 +122,17 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return exitFail
 	}
 	return exitOK
+}
+
+// writeVerifyJSON writes r as one JSON object, with ok and the server's
+// version.
+func writeVerifyJSON(w io.Writer, r *verify.Report, server string) {
+	b, _ := json.Marshal(struct {
+		OK     bool   `json:"ok"`
+		Server string `json:"server_version"`
+		*verify.Report
+	}{r.OK(), server, r})
+	fmt.Fprintf(w, "%s\n", b)
 }
 
 func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
