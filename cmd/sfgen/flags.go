@@ -63,11 +63,7 @@ func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 		return nil, exitOK, true
 	}
 	if err != nil {
-		msg := err.Error()
-		if name, ok := strings.CutPrefix(msg, "flag provided but not defined: "); ok {
-			msg = "unknown flag " + name
-		}
-		return nil, c.usageError("%s; see 'sfgen %s --help'", msg, c.name), true
+		return nil, c.usageError("%s; see 'sfgen %s --help'", flagError(err), c.name), true
 	}
 	for _, check := range c.checks {
 		if err := check(); err != nil {
@@ -75,6 +71,22 @@ func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 		}
 	}
 	return pos, exitOK, false
+}
+
+// flagError returns the text of an error from package flag, with flags
+// written --name, as help writes them.
+func flagError(err error) string {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		return "unknown flag --" + name
+	}
+	for _, before := range []string{"flag needs an argument: ", " for flag ", " for "} {
+		if i := strings.LastIndex(msg, before+"-"); i >= 0 {
+			i += len(before)
+			return msg[:i] + "-" + msg[i:]
+		}
+	}
+	return msg
 }
 
 // parseFlags is parse for a command that takes only flags: a positional

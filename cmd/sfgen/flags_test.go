@@ -79,3 +79,34 @@ func TestFlagsHelpRanges(t *testing.T) {
 		t.Errorf("found %d integer flags in the commands' help; the test or the help is broken", seen)
 	}
 }
+
+// TestFlagErrorsSayDoubleDash: every command's errors from package flag
+// name flags --name, as help does.
+func TestFlagErrorsSayDoubleDash(t *testing.T) {
+	for _, cmd := range commands {
+		_, help, _ := sfgen(t, cmd.name, "--help")
+		for _, tc := range []struct{ arg, want string }{
+			{"-bogus", "unknown flag --bogus"},
+			{"--bogus=1", "unknown flag --bogus"},
+			{"--json=maybe", `invalid boolean value "maybe" for --json: parse error`},
+		} {
+			if tc.arg == "--json=maybe" && !strings.Contains(help, "--json") {
+				continue
+			}
+			code, _, errOut := sfgen(t, cmd.name, tc.arg)
+			want := "sfgen " + cmd.name + ": " + tc.want + "; see 'sfgen " + cmd.name + " --help'\n"
+			if code != exitUsage || errOut != want {
+				t.Errorf("sfgen %s %s: exit %d, stderr %q; want 2 and %q", cmd.name, tc.arg, code, errOut, want)
+			}
+		}
+	}
+	for _, args := range [][]string{{"bench", "--duration", "soon"}, {"compose", "--timestamp"}} {
+		want := map[string]string{
+			"bench":   `sfgen bench: invalid value "soon" for flag --duration: parse error; see 'sfgen bench --help'`,
+			"compose": `sfgen compose: flag needs an argument: --timestamp; see 'sfgen compose --help'`,
+		}[args[0]] + "\n"
+		if code, _, errOut := sfgen(t, args...); code != exitUsage || errOut != want {
+			t.Errorf("sfgen %q: exit %d, stderr %q; want 2 and %q", args, code, errOut, want)
+		}
+	}
+}

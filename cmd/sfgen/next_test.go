@@ -134,8 +134,8 @@ func TestNextUsageErrors(t *testing.T) {
 		{[]string{"--count", "99999999999999999999"}, "sfgen next: count 99999999999999999999 out of range [1, 10000000]"},
 		{[]string{"--count", "1e3"}, `sfgen next: count "1e3" is not a whole number; want an integer in [1, 10000000]`},
 		{[]string{"--count", ""}, `sfgen next: count "" is not a whole number; want an integer in [1, 10000000]`},
-		{[]string{"--count"}, "sfgen next: flag needs an argument: -count; see 'sfgen next --help'"},
-		{[]string{"--sequence", "1"}, "sfgen next: unknown flag -sequence; see 'sfgen next --help'"},
+		{[]string{"--count"}, "sfgen next: flag needs an argument: --count; see 'sfgen next --help'"},
+		{[]string{"--sequence", "1"}, "sfgen next: unknown flag --sequence; see 'sfgen next --help'"},
 		{[]string{"5"}, `sfgen next: unexpected argument "5"; next takes only flags`},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"next"}, tc.args...)...)

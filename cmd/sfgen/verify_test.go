@@ -160,7 +160,7 @@ func TestVerifyUsage(t *testing.T) {
 		{[]string{"verify", "--seed", "-3"}, `sfgen verify: seed -3 out of range [0, 18446744073709551615]`},
 		{[]string{"verify", "--seed", "18446744073709551616"}, `sfgen verify: seed 18446744073709551616 out of range [0, 18446744073709551615]`},
 		{[]string{"verify", "--seed", "1.5"}, `sfgen verify: seed "1.5" is not a whole number; want an integer in [0, 18446744073709551615]`},
-		{[]string{"verify", "--bogus"}, `sfgen verify: unknown flag -bogus; see 'sfgen verify --help'`},
+		{[]string{"verify", "--bogus"}, `sfgen verify: unknown flag --bogus; see 'sfgen verify --help'`},
 		{[]string{"verify", "--schema", "Bad"}, `sfgen verify: schema "Bad" has 'B' at byte 0; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword`},
 	} {
 		code, out, errOut := sfgen(t, tc.args...)
