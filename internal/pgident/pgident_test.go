@@ -1,0 +1,136 @@
+package pgident
+
+import (
+	"context"
+	"errors"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+func TestValidateSchema(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ok   bool
+	}{
+		{"public", true},
+		{"ids", true},
+		{"_x9", true},
+		{"snowflake_ids_2", true},
+		{strings.Repeat("a", 63), true},
+		{strings.Repeat("a", 64), false},
+		{"", false},
+		{"9ids", false},
+		{"Ids", false},
+		{"pg_ids", false},
+		{"user", false},
+		{"select", false},
+		{"my-ids", false},
+		{"my ids", false},
+		{`x"; DROP TABLE t; --`, false},
+		{"ids;", false},
+		{"ïds", false},
+	} {
+		err := ValidateSchema(tc.name)
+		if (err == nil) != tc.ok {
+			t.Errorf("ValidateSchema(%q) = %v, want ok=%v", tc.name, err, tc.ok)
+		}
+		var se *SchemaError
+		if err != nil && (!errors.As(err, &se) || se.Name != tc.name || !errors.Is(err, ErrInvalidSchema)) {
+			t.Errorf("ValidateSchema(%q) error %v is not a *SchemaError for that name", tc.name, err)
+		}
+	}
+}
+
+// FuzzValidateSchema: a name ValidateSchema accepts is one PostgreSQL
+// keeps as typed, so quoting it cannot change its meaning, and it cannot
+// end a literal or an identifier or start a comment.
+func FuzzValidateSchema(f *testing.F) {
+	for _, s := range []string{"public", `x"; DROP TABLE t; --`, "a b", "user", "pg_x", "ids"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if ValidateSchema(name) != nil {
+			return
+		}
+		if strings.ContainsAny(name, "\"'\\;-/* \t\n$") || strings.ToLower(name) != name || len(name) > 63 {
+			t.Fatalf("ValidateSchema accepted %q", name)
+		}
+		if Quote(name) != `"`+name+`"` {
+			t.Fatalf("Quote(%q) = %s", name, Quote(name))
+		}
+	})
+}
+
+// TestReservedKeywordsArePostgreSQLs checks the list against the server's
+// own (pg_get_keywords(), categories R and T), and that PostgreSQL takes
+// every other keyword as a schema name unquoted, as sfgen writes it in
+// goose's version table name.
+func TestReservedKeywordsArePostgreSQLs(t *testing.T) {
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	rows, err := conn.Query(ctx, "SELECT word, catcode FROM pg_catalog.pg_get_keywords() ORDER BY word")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var server, unreserved []string
+	for rows.Next() {
+		var word, cat string
+		if err := rows.Scan(&word, &cat); err != nil {
+			t.Fatal(err)
+		}
+		if cat == "R" || cat == "T" {
+			server = append(server, word)
+		} else if !strings.HasPrefix(word, "pg_") {
+			unreserved = append(unreserved, word)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	var ours []string
+	for w := range reservedKeywords {
+		ours = append(ours, w)
+	}
+	sort.Strings(ours)
+	if strings.Join(ours, " ") != strings.Join(server, " ") {
+		t.Errorf("reservedKeywords differ from the server's reserved keywords:\n ours   %v\n server %v", ours, server)
+	}
+	for _, w := range unreserved {
+		if ValidateSchema(w) != nil {
+			continue
+		}
+		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+w+"; CREATE TABLE "+w+".goose_db_version (id int); DROP SCHEMA "+w+" CASCADE"); err != nil {
+			t.Errorf("ValidateSchema accepts %q, which PostgreSQL does not take unquoted: %v", w, err)
+		}
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for in, want := range map[string]string{
+		`plain`:  `'plain'`,
+		`it's`:   `'it''s'`,
+		`a\b`:    `E'a\\b'`,
+		`it's\'`: `E'it''s\\'''`,
+		`%s [0]`: `'%s [0]'`,
+		"":       `''`,
+	} {
+		if got := QuoteLiteral(in); got != want {
+			t.Errorf("QuoteLiteral(%q) = %s, want %s", in, got, want)
+		}
+	}
+	if got, want := Quote(`a"b`), `"a""b"`; got != want {
+		t.Errorf("Quote = %s, want %s", got, want)
+	}
+}
