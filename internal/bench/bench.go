@@ -22,6 +22,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -370,9 +371,9 @@ func walinspectSchema(ctx context.Context, pool *pgxpool.Pool) string {
 func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, variants [2]*Variant, spans [2][][2]string) error {
 	// pg_walinspect reads only flushed WAL; with synchronous_commit=off the
 	// WAL writer flushes within wal_writer_delay. Wait for it.
-	last := spans[0][len(spans[0])-1][1]
-	if l := spans[1][len(spans[1])-1][1]; l > last {
-		last = l
+	last, err := laterLSN(spans[0][len(spans[0])-1][1], spans[1][len(spans[1])-1][1])
+	if err != nil {
+		return err
 	}
 	for i := 0; ; i++ {
 		var flushed bool
@@ -403,4 +404,33 @@ func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, va
 		vr.SeqWALPerID = float64(total) / float64(vr.Rows)
 	}
 	return nil
+}
+
+// laterLSN returns the later of two WAL positions in PostgreSQL's text
+// form, X/Y in unpadded hex, which do not sort as strings ("0/FFFFFFF" is
+// before "0/10000000").
+func laterLSN(a, b string) (string, error) {
+	x, err := parseLSN(a)
+	if err != nil {
+		return "", err
+	}
+	y, err := parseLSN(b)
+	if err != nil {
+		return "", err
+	}
+	if y > x {
+		return b, nil
+	}
+	return a, nil
+}
+
+// parseLSN parses a pg_lsn's text, X/Y in hex, as the 64-bit position.
+func parseLSN(s string) (uint64, error) {
+	hi, lo, ok := strings.Cut(s, "/")
+	h, err1 := strconv.ParseUint(hi, 16, 32)
+	l, err2 := strconv.ParseUint(lo, 16, 32)
+	if !ok || err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("WAL position %q is not X/Y in hex", s)
+	}
+	return h<<32 | l, nil
 }

@@ -126,3 +126,23 @@ func TestFormatDuration(t *testing.T) {
 		}
 	}
 }
+
+// TestLaterLSN: WAL positions compare as numbers, not as text.
+func TestLaterLSN(t *testing.T) {
+	for _, tc := range []struct{ a, b, want string }{
+		{"0/FFFFFFF", "0/10000000", "0/10000000"},
+		{"0/10000000", "0/FFFFFFF", "0/10000000"},
+		{"1/0", "0/FFFFFFFF", "1/0"},
+		{"0/16B3740", "0/16B3740", "0/16B3740"},
+		{"A/1", "9/FFFFFFFF", "A/1"},
+	} {
+		if got, err := laterLSN(tc.a, tc.b); err != nil || got != tc.want {
+			t.Errorf("laterLSN(%s, %s) = %s, %v; want %s", tc.a, tc.b, got, err, tc.want)
+		}
+	}
+	for _, bad := range []string{"", "0", "0/", "x/1", "0/1/2", "1/100000000"} {
+		if _, err := laterLSN(bad, "0/1"); err == nil {
+			t.Errorf("laterLSN(%q, 0/1) = no error", bad)
+		}
+	}
+}
