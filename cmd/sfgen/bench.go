@@ -9,7 +9,6 @@ import (
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -62,19 +61,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.usageError("%v", err)
 	}
 
-	dsn := dsnOrEnv(*dsnFlag)
-	if dsn == "" {
-		fmt.Fprintf(stderr, "sfgen bench: no --dsn or $DATABASE_URL: starting a throwaway PostgreSQL\n")
-		cl, err := pgcluster.Start(ctx)
-		if err != nil {
-			return c.fail("start a throwaway PostgreSQL: %v", err)
-		}
-		defer cl.Stop()
-		dsn = cl.DSN()
-		if err := installForBench(ctx, dsn, *schema); err != nil {
-			return c.fail("install into the throwaway PostgreSQL: %v", err)
-		}
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, *schema, createWalinspect)
+	if !ok {
+		return code
 	}
+	defer stop()
 	cfg.DSN = dsn
 	res, err := bench.Run(ctx, cfg)
 	if errors.Is(err, connect.ErrBadDSN) {
@@ -97,23 +88,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	return exitOK
 }
 
-// installForBench installs sfgen's script into a throwaway cluster, with
-// pg_walinspect (in the same schema: search_path is pinned to pg_catalog,
-// where CREATE EXTENSION would otherwise put it) so that the report can
-// split out the sequences' WAL.
-func installForBench(ctx context.Context, dsn, schema string) error {
-	script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
-	if err != nil {
-		return err
-	}
+// createWalinspect creates pg_walinspect in a throwaway cluster's schema
+// (search_path is pinned to pg_catalog, where CREATE EXTENSION would
+// otherwise put it) so that the report can split out the sequences' WAL.
+func createWalinspect(ctx context.Context, dsn, schema string) error {
 	conn, err := connect.Connect(ctx, dsn)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, string(script)); err != nil {
-		return errors.New(redactErr(err, dsn))
-	}
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+sqlgen.QuoteIdentifier(schema)); err != nil {
 		return fmt.Errorf("create pg_walinspect: %s", redactErr(err, dsn))
 	}

@@ -4,9 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -40,6 +43,41 @@ func (c *cli) requireDB(ctx context.Context, dsnFlag string) (db *sql.DB, dsn st
 		return nil, "", c.connectError(err), false
 	}
 	return db, dsn, exitOK, true
+}
+
+// dsnOrThrowaway returns the database named by --dsn or $DATABASE_URL,
+// for a command that can do without one. With neither, it starts a
+// throwaway PostgreSQL from the local server binaries, installs sfgen's
+// migrations into schema with goose, runs prepare (if not nil) on it, and
+// returns its DSN and stop, which removes it. When it cannot, it has
+// printed one line and returns the exit status with ok false.
+func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag, schema string, prepare func(ctx context.Context, dsn, schema string) error) (dsn string, stop func(), code int, ok bool) {
+	if dsn = dsnOrEnv(dsnFlag); dsn != "" {
+		return dsn, func() {}, exitOK, true
+	}
+	fmt.Fprintf(c.stderr, "sfgen %s: no --dsn or DATABASE_URL; starting a throwaway PostgreSQL\n", c.name)
+	cluster, err := pgcluster.Start(ctx)
+	if err != nil {
+		return "", nil, c.fail("start a throwaway PostgreSQL: %v", err), false
+	}
+	stop = func() { cluster.Stop() }
+	dsn = cluster.DSN()
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		stop()
+		return "", nil, c.connectError(err), false
+	}
+	res, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	db.Close()
+	if err == nil && prepare != nil {
+		err = prepare(ctx, dsn, schema)
+	}
+	if err != nil {
+		stop()
+		return "", nil, c.fail("install into the throwaway PostgreSQL: %s", redactErr(err, dsn)), false
+	}
+	fmt.Fprintf(c.stderr, "sfgen %s: installed %v into schema %s with goose\n", c.name, res.Applied, res.Schema)
+	return dsn, stop, exitOK, true
 }
 
 // connectError prints err, from opening a connection, and returns the exit

@@ -12,10 +12,7 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/snowflake"
-	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/verify"
 )
 
@@ -69,26 +66,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.Seed = binary.LittleEndian.Uint64(b[:])
 	}
 
-	dsn := dsnOrEnv(*dsnFlag)
-	if dsn == "" {
-		fmt.Fprintln(stderr, "sfgen verify: no --dsn or DATABASE_URL; starting a throwaway PostgreSQL")
-		cluster, err := pgcluster.Start(ctx)
-		if err != nil {
-			return c.fail("%v", err)
-		}
-		defer cluster.Stop()
-		dsn = cluster.DSN()
-		db, err := openDB(ctx, dsn)
-		if err != nil {
-			return c.connectError(err)
-		}
-		res, err := install.Apply(ctx, db, sqlgen.Options{Layout: o.Layout, Schema: o.Schema})
-		db.Close()
-		if err != nil {
-			return c.fail("install: %v", err)
-		}
-		fmt.Fprintf(stderr, "sfgen verify: installed %v into schema %s with goose\n", res.Applied, res.Schema)
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, *schema, nil)
+	if !ok {
+		return code
 	}
+	defer stop()
 
 	pool, err := connect.OpenPool(ctx, dsn)
 	if err != nil {
