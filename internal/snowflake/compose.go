@@ -30,14 +30,18 @@ func Decompose(id ID) (Parts, error) {
 // Compose returns the ID with the given timestamp (Unix milliseconds),
 // datacenter, machine and sequence. Each must lie within [l.Min(f),
 // l.Max(f)] for its field f, or Compose returns a *RangeError for the first
-// field, in that order, that does not.
+// field, in that order, that does not. The zero Layout returns
+// ErrZeroLayout.
 func (l Layout) Compose(timestamp, datacenter, machine, sequence int64) (ID, error) {
 	// One unsigned comparison checks both ends: a timestamp before the
 	// epoch gives a negative delta, which is a huge uint64. No timestamp
-	// wraps into range, since epoch+maxDelta fits in an int64.
+	// wraps into range: the subtraction wraps only for timestamps below
+	// math.MinInt64 + epoch, to at least 2^63 - epoch, and the epoch is
+	// under 2^54. In the zero Layout deltaLimit is 0, so every timestamp
+	// is refused, and rangeError says why.
 	delta := timestamp - l.epoch
 	switch {
-	case uint64(delta) > uint64(l.maxDelta):
+	case uint64(delta) >= l.deltaLimit:
 		return 0, l.rangeError(FieldTimestamp, timestamp)
 	case uint64(datacenter) > l.maxDatacenter:
 		return 0, l.rangeError(FieldDatacenter, datacenter)
@@ -50,9 +54,10 @@ func (l Layout) Compose(timestamp, datacenter, machine, sequence int64) (ID, err
 }
 
 // Decompose returns the fields of id. A negative id returns a *RangeError
-// for FieldID; every non-negative int64 is a valid ID.
+// for FieldID; every non-negative int64 is a valid ID. The zero Layout
+// returns ErrZeroLayout.
 func (l Layout) Decompose(id ID) (Parts, error) {
-	if id < 0 {
+	if uint64(id) >= l.idLimit { // negative, or the zero Layout
 		return Parts{}, l.rangeError(FieldID, int64(id))
 	}
 	return Parts{
@@ -63,10 +68,14 @@ func (l Layout) Decompose(id ID) (Parts, error) {
 	}, nil
 }
 
-// rangeError is kept out of line so that Compose and Decompose stay small
-// enough to inline.
+// rangeError returns the *RangeError for value v of field f, or
+// ErrZeroLayout in the zero Layout, where every value is refused. It is
+// kept out of line so that Compose and Decompose stay small.
 //
 //go:noinline
 func (l Layout) rangeError(f Field, v int64) error {
+	if l.isZero() {
+		return ErrZeroLayout
+	}
 	return &RangeError{Field: f, Value: v, Min: l.Min(f), Max: l.Max(f)}
 }

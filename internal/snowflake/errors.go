@@ -4,20 +4,34 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // ErrOutOfRange is the sentinel wrapped by every [RangeError]. Compose and
-// Decompose (and their Layout methods) return it, as do ParseID and the
-// generator, when a value falls outside its field's range.
+// Decompose (and their Layout methods) return it, as do ParseID, the
+// generator and the database and JSON readers of an ID, when a value
+// falls outside its field's range.
 var ErrOutOfRange = errors.New("value out of range")
 
-// ErrSyntax is the sentinel wrapped by a [ParseError]: ParseID returns it
-// when its input is not a decimal integer.
+// ErrSyntax is the sentinel wrapped by a [ParseError]: ParseID and the
+// text and JSON readers of an ID return it when their input is not a
+// decimal integer.
 var ErrSyntax = errors.New("invalid syntax")
 
-// ErrInvalidLayout is returned by NewLayout when the widths or epoch do not
-// describe a usable layout, and by Layout.NewGenerator for the zero Layout.
+// ErrInvalidLayout is the sentinel wrapped by every [LayoutError] (what
+// NewLayout and ParseLayout refuse) and by ErrZeroLayout.
 var ErrInvalidLayout = errors.New("invalid layout")
+
+// ErrZeroLayout is returned by every Layout method that composes,
+// decomposes or generates IDs (Compose, Decompose, FirstID, LastID,
+// NewGenerator, MarshalText) when called on the zero Layout, which
+// describes no layout: it never stands for Twitter or any other. It wraps
+// ErrInvalidLayout.
+var ErrZeroLayout = fmt.Errorf("%w: the zero Layout (use Twitter, Discord, NewLayout or ParseLayout)", ErrInvalidLayout)
+
+// ErrNullID is returned by ID.Scan for SQL NULL: a nullable column needs a
+// NullID or a *ID.
+var ErrNullID = errors.New("cannot scan NULL into an ID; use a NullID or *ID for a nullable column")
 
 // A RangeError reports a value outside the range its field accepts. It
 // wraps ErrOutOfRange.
@@ -47,15 +61,63 @@ func RangeMessage(f Field, value string, min, max int64) string {
 	return fmt.Sprintf("%s %s out of range [%d, %d]", f, value, min, max)
 }
 
-// A ParseError reports an ID that ParseID cannot read. It wraps ErrSyntax.
+// A ParseError reports an ID that cannot be read: ParseID's input, or
+// the text or JSON given to UnmarshalText or UnmarshalJSON. It wraps
+// ErrSyntax.
 type ParseError struct {
 	Input  string // the text given
 	Reason string // why it was rejected
 }
 
+// Error returns, for example, `id "abc" is not a decimal integer`.
 func (e *ParseError) Error() string {
 	return fmt.Sprintf("id %q %s", e.Input, e.Reason)
 }
 
 // Unwrap returns ErrSyntax.
 func (e *ParseError) Unwrap() error { return ErrSyntax }
+
+// A LayoutError reports a layout that NewLayout or ParseLayout refuses,
+// naming the part at fault. It wraps ErrInvalidLayout.
+type LayoutError struct {
+	// Spec is the text given to ParseLayout; "" from NewLayout.
+	Spec string
+	// Part is what is at fault: "epoch"; a field's width, "timestamp",
+	// "datacenter", "machine" or "sequence"; "widths", their sum; or,
+	// from ParseLayout, a key as written, or "spec" for the text as a
+	// whole.
+	Part string
+	// Value is the value of Part as given, "" when there is none (a
+	// missing key, say).
+	Value string
+	// Reason says what is wrong and what is allowed.
+	Reason string
+}
+
+// Error returns, for example, "invalid layout: sequence 32: want 1 to 31
+// bits ..." or, from ParseLayout, `invalid layout "epoch=0 timestamp=41":
+// datacenter: missing`.
+func (e *LayoutError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid layout")
+	if e.Spec != "" {
+		b.WriteString(" ")
+		b.WriteString(strconv.Quote(e.Spec))
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Part)
+	if e.Value != "" {
+		b.WriteString(" ")
+		if isCanonicalInteger(e.Value) {
+			b.WriteString(e.Value)
+		} else {
+			b.WriteString(strconv.Quote(e.Value))
+		}
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// Unwrap returns ErrInvalidLayout.
+func (e *LayoutError) Unwrap() error { return ErrInvalidLayout }

@@ -1,7 +1,6 @@
 package snowflake
 
 import (
-	"fmt"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -82,11 +81,11 @@ func NewGenerator(datacenter, machine int64) (*Generator, error) {
 // NewGenerator returns a generator of IDs in layout l for the given
 // datacenter and machine, which must lie within [0, l.Max(FieldDatacenter)]
 // and [0, l.Max(FieldMachine)]; otherwise it returns a *RangeError for the
-// first, in that order, that does not. The zero Layout returns an error
-// wrapping ErrInvalidLayout.
+// first, in that order, that does not. The zero Layout returns
+// ErrZeroLayout.
 func (l Layout) NewGenerator(datacenter, machine int64) (*Generator, error) {
-	if l.timestampBits == 0 {
-		return nil, fmt.Errorf("%w: the zero Layout; use Twitter or NewLayout", ErrInvalidLayout)
+	if l.isZero() {
+		return nil, ErrZeroLayout
 	}
 	node, err := l.Compose(l.epoch, datacenter, machine, 0)
 	if err != nil {

@@ -2,6 +2,8 @@ package snowflake
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -33,15 +35,24 @@ func (f Field) String() string {
 // fill the 63 low bits of the ID from the most significant down. Shifts,
 // masks and limits are all derived from these five numbers.
 //
-// The zero Layout is not valid; use [Twitter] or [NewLayout].
+// A Layout is a value with unexported fields: only NewLayout, ParseLayout
+// and the presets make one, so every Layout but the zero one is valid.
+// Layouts compare with ==.
+//
+// The zero Layout describes no layout. Compose, Decompose, FirstID,
+// LastID, NewGenerator and MarshalText refuse it with an error wrapping
+// ErrZeroLayout; it never stands for Twitter or any other layout.
 type Layout struct {
 	epoch                                      int64
 	timestampBits, datacenterBits, machineBits uint8
 	sequenceBits                               uint8
 
 	// Derived from the above by newLayout, so that Compose and Decompose
-	// do no arithmetic on the layout itself.
-	maxDelta                  int64  // largest timestamp offset from the epoch
+	// do no arithmetic on the layout itself. deltaLimit and idLimit are 0
+	// in the zero Layout, so that Compose and Decompose refuse every input
+	// there with the one comparison they make anyway.
+	deltaLimit                uint64 // 1 << timestampBits: a timestamp's offset from the epoch is below it
+	idLimit                   uint64 // 1 << 63: an ID is below it
 	maxDatacenter, maxMachine uint64 // largest datacenter and machine
 	maxSequence               uint64 // largest sequence
 	tsShift, datacenterShift  uint8  // shifts of the timestamp and datacenter
@@ -51,12 +62,73 @@ type Layout struct {
 // milliseconds.
 const TwitterEpoch int64 = 1288834974657
 
+// DiscordEpoch is the Discord epoch, 2015-01-01T00:00:00.000Z, in Unix
+// milliseconds.
+const DiscordEpoch int64 = 1420070400000
+
+// PostgresMaxMillis is the last Unix millisecond PostgreSQL's timestamptz
+// can hold, 294276-12-31T23:59:59.999Z: no layout's latest time may be
+// later.
+const PostgresMaxMillis int64 = 9224318015999999
+
+// The widest fields NewLayout accepts. The datacenter, machine and
+// sequence reach SQL as integer (int32) arguments; a timestamp of more
+// than 53 bits ends after PostgresMaxMillis even from epoch 0.
+const (
+	maxTimestampBits = 53
+	maxNodeBits      = 31
+)
+
 // Twitter is the Twitter layout: epoch 2010-11-04T01:42:54.657Z, 41 bits of
 // milliseconds, 5 bits of datacenter, 5 bits of machine and 12 bits of
 // sequence.
 var Twitter = twitter
 
-var twitter = newLayout(TwitterEpoch, 41, 5, 5, 12)
+// Discord is the Discord layout: epoch 2015-01-01T00:00:00.000Z and
+// Twitter's widths (Discord calls the datacenter the worker and the
+// machine the process, and the sequence the increment).
+var Discord = discord
+
+var (
+	twitter = mustLayout(TwitterEpoch, 41, 5, 5, 12)
+	discord = mustLayout(DiscordEpoch, 41, 5, 5, 12)
+)
+
+// presets are the layouts ParseLayout knows by name, in the order
+// PresetNames lists them.
+var presets = []struct {
+	name   string
+	layout Layout
+}{{"twitter", twitter}, {"discord", discord}}
+
+// LayoutByName returns the preset layout with the given name, "twitter"
+// or "discord" (lower case, as PresetNames gives them).
+func LayoutByName(name string) (Layout, bool) {
+	for _, p := range presets {
+		if p.name == name {
+			return p.layout, true
+		}
+	}
+	return Layout{}, false
+}
+
+// PresetNames returns the names of the preset layouts: twitter (the
+// default) and discord.
+func PresetNames() []string {
+	names := make([]string, len(presets))
+	for i, p := range presets {
+		names[i] = p.name
+	}
+	return names
+}
+
+func mustLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) Layout {
+	l, err := NewLayout(epoch, timestampBits, datacenterBits, machineBits, sequenceBits)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
 
 // newLayout returns the layout with the given epoch and widths, with its
 // derived fields set. It does not check them; NewLayout does.
@@ -64,7 +136,8 @@ func newLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequence
 	return Layout{
 		epoch:         epoch,
 		timestampBits: timestampBits, datacenterBits: datacenterBits, machineBits: machineBits, sequenceBits: sequenceBits,
-		maxDelta:        1<<timestampBits - 1,
+		deltaLimit:      1 << timestampBits,
+		idLimit:         1 << 63,
 		maxDatacenter:   1<<datacenterBits - 1,
 		maxMachine:      1<<machineBits - 1,
 		maxSequence:     1<<sequenceBits - 1,
@@ -73,26 +146,192 @@ func newLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequence
 	}
 }
 
-// NewLayout returns the layout with the given epoch (Unix milliseconds) and
-// field widths. Every width must be at least 1 and the widths must add up
-// to 63, and the latest timestamp the layout can hold must fit in an int64.
+// NewLayout returns the layout with the given epoch (Unix milliseconds)
+// and field widths in bits, if the Go composer and sfgen's SQL can both
+// represent every ID in it; otherwise it returns a *LayoutError naming the
+// first part, in this order, that they cannot:
+//
+//   - timestampBits from 1 to 53: with more, the latest time is after
+//     PostgreSQL's last timestamptz (294276-12-31T23:59:59.999Z) from any
+//     epoch;
+//   - datacenterBits, machineBits and sequenceBits from 1 to 31 each: their
+//     largest values reach SQL as integer (int32) arguments;
+//   - the four widths adding up to 63, the bits of a positive bigint;
+//   - epoch from 0 (1970-01-01T00:00:00Z) to the largest value for which
+//     the latest time, epoch + 2^timestampBits - 1, is at most
+//     PostgresMaxMillis, and the generator state snowflake_next_id() keeps
+//     for it, latest << sequenceBits | (2^sequenceBits - 1), fits an int64.
+//
+// Every other derived value (shifts, masks, the largest ID) then fits an
+// int64 as well. For Twitter's widths, 41/5/5/12, the epoch may be up to
+// 2249600790429696 (73257-01-04T04:27:09.696Z).
 func NewLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) (Layout, error) {
-	l := newLayout(epoch, timestampBits, datacenterBits, machineBits, sequenceBits)
-	for _, f := range []Field{FieldTimestamp, FieldDatacenter, FieldMachine, FieldSequence} {
-		if l.Bits(f) == 0 {
-			return Layout{}, fmt.Errorf("%w: %s field has no bits", ErrInvalidLayout, f)
-		}
+	if err := checkLayout(epoch, int64(timestampBits), int64(datacenterBits), int64(machineBits), int64(sequenceBits)); err != nil {
+		return Layout{}, err
 	}
-	if sum := int(timestampBits) + int(datacenterBits) + int(machineBits) + int(sequenceBits); sum != 63 {
-		return Layout{}, fmt.Errorf("%w: field widths add up to %d bits, want 63", ErrInvalidLayout, sum)
-	}
-	if epoch < 0 || epoch > maxInt64-(1<<timestampBits-1) {
-		return Layout{}, fmt.Errorf("%w: epoch %d must be in [0, %d]", ErrInvalidLayout, epoch, maxInt64-(1<<timestampBits-1))
-	}
-	return l, nil
+	return newLayout(epoch, timestampBits, datacenterBits, machineBits, sequenceBits), nil
 }
 
-const maxInt64 = 1<<63 - 1
+// checkLayout returns what NewLayout refuses in a layout, or nil. The
+// widths are int64 so that ParseLayout can pass any number it read.
+func checkLayout(epoch, ts, dc, m, seq int64) *LayoutError {
+	for _, w := range []struct {
+		f Field
+		v int64
+	}{{FieldTimestamp, ts}, {FieldDatacenter, dc}, {FieldMachine, m}, {FieldSequence, seq}} {
+		if err := checkWidth(w.f, w.v); err != nil {
+			return err
+		}
+	}
+	if sum := ts + dc + m + seq; sum != 63 {
+		return &LayoutError{Part: "widths", Value: strconv.FormatInt(sum, 10), Reason: fmt.Sprintf(
+			"timestamp %d + datacenter %d + machine %d + sequence %d bits; want 63, the bits of a positive bigint", ts, dc, m, seq)}
+	}
+	maxEpoch, why := epochLimit(uint(ts), uint(seq))
+	if epoch < 0 || epoch > maxEpoch {
+		return &LayoutError{Part: "epoch", Value: strconv.FormatInt(epoch, 10), Reason: fmt.Sprintf(
+			"want 0 to %d (Unix milliseconds, %s to %s) with timestamp=%d and sequence=%d: %s",
+			maxEpoch, formatMillis(0), formatMillis(maxEpoch), ts, seq, why)}
+	}
+	return nil
+}
+
+// checkWidth returns what NewLayout refuses in the width of field f.
+func checkWidth(f Field, bits int64) *LayoutError {
+	hi, why := int64(maxNodeBits), "its largest value, 2^bits-1, must fit the integer (int32) argument sfgen's SQL functions take"
+	if f == FieldTimestamp {
+		hi, why = maxTimestampBits, fmt.Sprintf("from epoch 0, %d bits of milliseconds already end after PostgreSQL's last timestamptz, %s", maxTimestampBits+1, formatMillis(PostgresMaxMillis))
+	}
+	if bits >= 1 && bits <= hi {
+		return nil
+	}
+	if bits < 1 {
+		why = "every field needs at least one bit"
+	}
+	return &LayoutError{Part: f.String(), Value: strconv.FormatInt(bits, 10), Reason: fmt.Sprintf("want 1 to %d bits: %s", hi, why)}
+}
+
+// epochLimit returns the largest epoch a layout with ts timestamp and seq
+// sequence bits can have (ts at most 53, seq at most 31, ts+seq at most
+// 61), and why it is not larger.
+func epochLimit(ts, seq uint) (int64, string) {
+	span := int64(1)<<ts - 1
+	// The latest millisecond whose state, ms << seq | (2^seq - 1), fits.
+	stateLimit := int64(1)<<(63-seq) - 1
+	if stateLimit < PostgresMaxMillis {
+		return stateLimit - span, fmt.Sprintf(
+			"a later epoch puts snowflake_next_id()'s state at the latest time, (epoch + 2^%d-1) << %d | %d, past the int64 range",
+			ts, seq, int64(1)<<seq-1)
+	}
+	return PostgresMaxMillis - span, fmt.Sprintf(
+		"a later epoch puts the latest time, epoch + 2^%d-1 ms, after PostgreSQL's last timestamptz, %s (%d)",
+		ts, formatMillis(PostgresMaxMillis), PostgresMaxMillis)
+}
+
+// specKeys are the keys of a layout spec, in the order String writes them.
+var specKeys = [...]string{"epoch", "timestamp", "datacenter", "machine", "sequence"}
+
+// ParseLayout returns the layout s names or describes: a preset's name,
+// "twitter" or "discord", or a spec exactly as Layout.String and the SQL
+// function snowflake_layout() write it,
+//
+//	epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12
+//
+// that is the five keys in that order, each with "=" and a decimal
+// integer (no '+', no leading zeros), separated by single spaces. The
+// layout must then be one NewLayout accepts. Anything else returns a
+// *LayoutError whose Spec is s and whose Part names what is wrong: "spec"
+// for s as a whole (empty, an unknown name, stray spaces), a key that is
+// unknown, given twice, missing, out of order or whose value is not a
+// number, or a part NewLayout refuses.
+func ParseLayout(s string) (Layout, error) {
+	if l, ok := LayoutByName(s); ok {
+		return l, nil
+	}
+	fail := func(part, value, reason string) (Layout, error) {
+		return Layout{}, &LayoutError{Spec: s, Part: part, Value: value, Reason: reason}
+	}
+	example := "epoch=" + strconv.FormatInt(TwitterEpoch, 10) + " timestamp=41 datacenter=5 machine=5 sequence=12"
+	want := fmt.Sprintf("want a preset (%s) or a spec such as %q", strings.Join(PresetNames(), ", "), example)
+	switch {
+	case s == "":
+		return fail("spec", "", "empty; "+want)
+	case !strings.Contains(s, "="):
+		return fail("spec", "", "not a preset name or a spec; "+want)
+	case strings.TrimSpace(s) != s || strings.Contains(s, "  ") || strings.ContainsAny(s, "\t\n\r\v\f"):
+		return fail("spec", "", "want key=value pairs separated by single spaces, as in "+strconv.Quote(example))
+	}
+	pairs := strings.Split(s, " ")
+	index := make(map[string]int, len(pairs)) // key -> position in pairs
+	values := make([]string, len(pairs))
+	for i, p := range pairs {
+		k, v, ok := strings.Cut(p, "=")
+		switch {
+		case !ok:
+			return fail(p, "", "not key=value")
+		case !isSpecKey(k):
+			return fail(k, "", "unknown key; want "+strings.Join(specKeys[:], ", "))
+		}
+		if _, dup := index[k]; dup {
+			return fail(k, "", "given twice")
+		}
+		index[k], values[i] = i, v
+	}
+	for _, k := range specKeys {
+		if _, ok := index[k]; !ok {
+			return fail(k, "", "missing")
+		}
+	}
+	var n [len(specKeys)]int64
+	for i, k := range specKeys {
+		if index[k] != i {
+			return fail(k, "", "out of order; want "+strings.Join(specKeys[:], ", ")+" in that order")
+		}
+		v := values[i]
+		if !isCanonicalInteger(v) {
+			return fail(k, v, "not a decimal integer (digits, no '+', no leading zeros)")
+		}
+		x, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fail(k, v, "does not fit an int64")
+		}
+		n[i] = x
+	}
+	if err := checkLayout(n[0], n[1], n[2], n[3], n[4]); err != nil {
+		err.Spec = s
+		return Layout{}, err
+	}
+	return newLayout(n[0], uint8(n[1]), uint8(n[2]), uint8(n[3]), uint8(n[4])), nil
+}
+
+func isSpecKey(k string) bool {
+	for _, sk := range specKeys {
+		if k == sk {
+			return true
+		}
+	}
+	return false
+}
+
+// isCanonicalInteger reports whether s is a decimal integer as
+// strconv.FormatInt writes one: an optional '-', then 0 or digits not
+// starting with 0 ("-0" excluded).
+func isCanonicalInteger(s string) bool {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	if s == "" || s[0] == '0' && (len(s) > 1 || neg) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// isZero reports whether l is the zero Layout.
+func (l Layout) isZero() bool { return l.deltaLimit == 0 }
 
 // Epoch returns the layout's epoch in Unix milliseconds.
 func (l Layout) Epoch() int64 { return l.epoch }
@@ -159,8 +398,28 @@ func (l Layout) MaxTime() time.Time { return time.UnixMilli(l.Max(FieldTimestamp
 // String describes the layout by its epoch and field widths, as in
 // "epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12".
 // The SQL that sfgen generates returns the same text from
-// snowflake_layout(), so a check can tell which layout a database has.
+// snowflake_layout(), so a check can tell which layout a database has,
+// and ParseLayout reads it back.
 func (l Layout) String() string {
 	return fmt.Sprintf("epoch=%d timestamp=%d datacenter=%d machine=%d sequence=%d",
 		l.epoch, l.timestampBits, l.datacenterBits, l.machineBits, l.sequenceBits)
+}
+
+// MarshalText returns l.String(), or ErrZeroLayout for the zero Layout.
+func (l Layout) MarshalText() ([]byte, error) {
+	if l.isZero() {
+		return nil, ErrZeroLayout
+	}
+	return []byte(l.String()), nil
+}
+
+// UnmarshalText sets l to the layout ParseLayout reads from b, a preset's
+// name or a spec. On error l is left as it was.
+func (l *Layout) UnmarshalText(b []byte) error {
+	v, err := ParseLayout(string(b))
+	if err != nil {
+		return err
+	}
+	*l = v
+	return nil
 }

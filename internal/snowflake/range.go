@@ -38,9 +38,11 @@ func LastID(t time.Time) (ID, error) { return twitter.LastID(t) }
 // truncates it), so pass whole microseconds to compare the two.
 //
 // For times a and b, id >= FirstID(a) && id < FirstID(b) holds for exactly
-// the IDs made at a <= time < b.
+// the IDs made at a <= time < b. The zero Layout returns ErrZeroLayout.
 func (l Layout) FirstID(t time.Time) (ID, error) {
 	switch {
+	case l.isZero():
+		return 0, ErrZeroLayout
 	case !t.After(l.MinTime()):
 		return 0, nil
 	case t.After(l.MaxTime()):
@@ -68,11 +70,14 @@ func (l Layout) FirstID(t time.Time) (ID, error) {
 // SQL, as for [Layout.FirstID].
 //
 // For times a and b, id >= FirstID(a) && id <= LastID(b) holds for
-// exactly the IDs made at a <= time <= b.
+// exactly the IDs made at a <= time <= b. The zero Layout returns
+// ErrZeroLayout.
 func (l Layout) LastID(t time.Time) (ID, error) {
 	switch {
+	case l.isZero():
+		return 0, ErrZeroLayout
 	case !t.Before(l.MaxTime()):
-		return ID(maxInt64), nil
+		return ID(math.MaxInt64), nil
 	case t.Before(l.MinTime()):
 		return 0, l.rangeError(FieldTimestamp, floorMillis(t))
 	}

@@ -1,0 +1,526 @@
+package snowflake
+
+import (
+	"errors"
+	"math"
+	"math/big"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// checkLayoutError fails unless err is a *LayoutError wrapping
+// ErrInvalidLayout with the given spec, part and value, whose message is
+// want (or, when want ends in "...", starts with it).
+func checkLayoutError(t *testing.T, call string, err error, spec, part, value, want string) {
+	t.Helper()
+	var le *LayoutError
+	if !errors.As(err, &le) || !errors.Is(err, ErrInvalidLayout) {
+		t.Errorf("%s error = %v (%T), want a *LayoutError wrapping ErrInvalidLayout", call, err, err)
+		return
+	}
+	if le.Spec != spec || le.Part != part || le.Value != value {
+		t.Errorf("%s error = %+v, want Spec %q, Part %q, Value %q", call, *le, spec, part, value)
+	}
+	if prefix, ok := strings.CutSuffix(want, "..."); ok {
+		if !strings.HasPrefix(err.Error(), prefix) {
+			t.Errorf("%s error =\n%s\nwant it to start\n%s", call, err, prefix)
+		}
+	} else if err.Error() != want {
+		t.Errorf("%s error =\n%s\nwant\n%s", call, err, want)
+	}
+}
+
+// TestNewLayoutRefusals has one row for every reason NewLayout refuses a
+// layout, each with its exact message.
+func TestNewLayoutRefusals(t *testing.T) {
+	const (
+		pgMax = "294276-12-31T23:59:59.999Z"
+		int32 = "its largest value, 2^bits-1, must fit the integer (int32) argument sfgen's SQL functions take"
+	)
+	for _, tc := range []struct {
+		name           string
+		epoch          int64
+		ts, dc, m, seq uint8
+		part, value    string
+		msg            string
+	}{
+		{"no timestamp bits", TwitterEpoch, 0, 5, 5, 12, "timestamp", "0",
+			"invalid layout: timestamp 0: want 1 to 53 bits: every field needs at least one bit"},
+		{"no datacenter bits", TwitterEpoch, 41, 0, 10, 12, "datacenter", "0",
+			"invalid layout: datacenter 0: want 1 to 31 bits: every field needs at least one bit"},
+		{"no machine bits", TwitterEpoch, 41, 10, 0, 12, "machine", "0",
+			"invalid layout: machine 0: want 1 to 31 bits: every field needs at least one bit"},
+		{"no sequence bits", TwitterEpoch, 41, 11, 11, 0, "sequence", "0",
+			"invalid layout: sequence 0: want 1 to 31 bits: every field needs at least one bit"},
+		{"timestamp past timestamptz from any epoch", 0, 54, 3, 3, 3, "timestamp", "54",
+			"invalid layout: timestamp 54: want 1 to 53 bits: from epoch 0, 54 bits of milliseconds already end after PostgreSQL's last timestamptz, " + pgMax},
+		{"timestamp 255 bits", 0, 255, 1, 1, 1, "timestamp", "255", "invalid layout: timestamp 255: want 1 to 53 bits: ..."},
+		{"datacenter past int32", 0, 30, 32, 1, 0, "datacenter", "32", "invalid layout: datacenter 32: want 1 to 31 bits: " + int32},
+		{"machine past int32", 0, 30, 1, 32, 0, "machine", "32", "invalid layout: machine 32: want 1 to 31 bits: " + int32},
+		{"sequence past int32", 0, 30, 1, 1, 32, "sequence", "32", "invalid layout: sequence 32: want 1 to 31 bits: " + int32},
+		{"62 bits", TwitterEpoch, 41, 5, 5, 11, "widths", "62",
+			"invalid layout: widths 62: timestamp 41 + datacenter 5 + machine 5 + sequence 11 bits; want 63, the bits of a positive bigint"},
+		{"64 bits", TwitterEpoch, 42, 5, 5, 12, "widths", "64",
+			"invalid layout: widths 64: timestamp 42 + datacenter 5 + machine 5 + sequence 12 bits; want 63, the bits of a positive bigint"},
+		{"widths wrap uint8 sums", 0, 53, 31, 31, 31, "widths", "146", "invalid layout: widths 146: ..."},
+		{"negative epoch", -1, 41, 5, 5, 12, "epoch", "-1",
+			"invalid layout: epoch -1: want 0 to 2249600790429696 (Unix milliseconds, 1970-01-01T00:00:00.000Z to 73257-01-04T04:27:09.696Z) with timestamp=41 and sequence=12: " +
+				"a later epoch puts snowflake_next_id()'s state at the latest time, (epoch + 2^41-1) << 12 | 4095, past the int64 range"},
+		{"state past int64", 2249600790429697, 41, 5, 5, 12, "epoch", "2249600790429697", "invalid layout: epoch 2249600790429697: want 0 to 2249600790429696 ..."},
+		{"int64 epoch", math.MaxInt64, 41, 5, 5, 12, "epoch", "9223372036854775807", "invalid layout: epoch 9223372036854775807: want 0 to 2249600790429696 ..."},
+		{"epoch plus span past int64", math.MaxInt64 - 10, 41, 5, 5, 12, "epoch", "9223372036854775797", "invalid layout: epoch 9223372036854775797: ..."},
+		// With 9 sequence bits the state reaches 2^63 only after
+		// PostgreSQL's last time, which is then the limit.
+		{"latest time past timestamptz", 9224318015999999 - (1<<44 - 1) + 1, 44, 5, 5, 9, "epoch", "9206725829955585",
+			"invalid layout: epoch 9206725829955585: want 0 to 9206725829955584 (Unix milliseconds, 1970-01-01T00:00:00.000Z to 293719-07-12T17:39:15.584Z) with timestamp=44 and sequence=9: " +
+				"a later epoch puts the latest time, epoch + 2^44-1 ms, after PostgreSQL's last timestamptz, " + pgMax + " (9224318015999999)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := NewLayout(tc.epoch, tc.ts, tc.dc, tc.m, tc.seq)
+			if l != (Layout{}) {
+				t.Errorf("NewLayout returned %v alongside its error, want the zero Layout", l)
+			}
+			checkLayoutError(t, "NewLayout", err, "", tc.part, tc.value, tc.msg)
+		})
+	}
+}
+
+// TestNewLayoutLimits checks layouts at each limit NewLayout enforces, and
+// one past it.
+func TestNewLayoutLimits(t *testing.T) {
+	for _, tc := range []struct {
+		name           string
+		epoch          int64
+		ts, dc, m, seq uint8
+	}{
+		{"twitter", TwitterEpoch, 41, 5, 5, 12},
+		{"discord", DiscordEpoch, 41, 5, 5, 12},
+		{"53 timestamp bits from 1970", 0, 53, 5, 4, 1},
+		{"latest epoch for 53 bits", 217118761259008, 53, 5, 4, 1},
+		{"31 bits of datacenter", 0, 30, 31, 1, 1},
+		{"31 bits of machine", 0, 30, 1, 31, 1},
+		{"31 bits of sequence", 0, 30, 1, 1, 31},
+		{"one-bit timestamp", 0, 1, 31, 30, 1},
+		{"latest epoch, twitter widths", 2249600790429696, 41, 5, 5, 12},
+		{"latest epoch, 44/5/5/9", 9206725829955584, 44, 5, 5, 9},
+	} {
+		l, err := NewLayout(tc.epoch, tc.ts, tc.dc, tc.m, tc.seq)
+		if err != nil {
+			t.Errorf("%s: NewLayout(%d, %d, %d, %d, %d) = %v", tc.name, tc.epoch, tc.ts, tc.dc, tc.m, tc.seq, err)
+			continue
+		}
+		checkDerived(t, l, tc.epoch, tc.ts, tc.dc, tc.m, tc.seq)
+	}
+	if _, err := NewLayout(217118761259009, 53, 5, 4, 1); !errors.Is(err, ErrInvalidLayout) {
+		t.Errorf("one past the latest epoch for 53 bits: error = %v, want ErrInvalidLayout", err)
+	}
+}
+
+// pgMaxMillis is PostgreSQL's last timestamptz, 294276-12-31
+// 23:59:59.999999 UTC, in whole Unix milliseconds, worked out from the
+// calendar rather than taken from the package.
+var pgMaxMillis = time.Date(294277, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli() - 1
+
+// oracleAccepts says, with math/big, whether the layout is one that Go
+// and the SQL can represent: widths of at least one bit adding up to 63,
+// node and sequence maxima that fit an int32, an epoch from 0, a latest
+// time no later than PostgreSQL's last, and every value the SQL derives
+// from the layout inside the int64 range.
+func oracleAccepts(epoch int64, ts, dc, m, seq uint8) bool {
+	if ts == 0 || dc == 0 || m == 0 || seq == 0 || int(ts)+int(dc)+int(m)+int(seq) != 63 || epoch < 0 {
+		return false
+	}
+	pow := func(n uint8) *big.Int { return new(big.Int).Lsh(big.NewInt(1), uint(n)) }
+	minus1 := func(x *big.Int) *big.Int { return new(big.Int).Sub(x, big.NewInt(1)) }
+	int32Max, int64Max := big.NewInt(math.MaxInt32), big.NewInt(math.MaxInt64)
+	for _, w := range []uint8{dc, m, seq} {
+		if minus1(pow(w)).Cmp(int32Max) > 0 {
+			return false
+		}
+	}
+	maxTS := new(big.Int).Add(big.NewInt(epoch), minus1(pow(ts)))
+	if maxTS.Cmp(big.NewInt(pgMaxMillis)) > 0 {
+		return false
+	}
+	maxState := new(big.Int).Add(new(big.Int).Mul(maxTS, pow(seq)), minus1(pow(seq)))
+	minState := new(big.Int).Mul(big.NewInt(epoch), pow(seq))
+	for _, v := range []*big.Int{maxTS, maxState, minState} {
+		if v.Cmp(int64Max) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDerived checks every value the package and the SQL derive from an
+// accepted layout against math/big: the limits, the shifts, the largest
+// ID, snowflake_next_id()'s MinState and MaxState, and that the largest
+// fields compose to 2^63-1 and back.
+func checkDerived(t *testing.T, l Layout, epoch int64, ts, dc, m, seq uint8) {
+	t.Helper()
+	pow := func(n uint) *big.Int { return new(big.Int).Lsh(big.NewInt(1), n) }
+	minus1 := func(x *big.Int) *big.Int { return new(big.Int).Sub(x, big.NewInt(1)) }
+	eq := func(what string, got int64, want *big.Int) {
+		t.Helper()
+		if !want.IsInt64() || want.Int64() != got {
+			t.Errorf("%v: %s = %d, want %s", l, what, got, want)
+		}
+	}
+	if l.Epoch() != epoch || l.Bits(FieldTimestamp) != uint(ts) || l.Bits(FieldDatacenter) != uint(dc) ||
+		l.Bits(FieldMachine) != uint(m) || l.Bits(FieldSequence) != uint(seq) {
+		t.Fatalf("NewLayout(%d, %d, %d, %d, %d) = %v", epoch, ts, dc, m, seq, l)
+	}
+	maxTS := new(big.Int).Add(big.NewInt(epoch), minus1(pow(uint(ts))))
+	eq("Max(timestamp)", l.Max(FieldTimestamp), maxTS)
+	eq("Max(datacenter)", l.Max(FieldDatacenter), minus1(pow(uint(dc))))
+	eq("Max(machine)", l.Max(FieldMachine), minus1(pow(uint(m))))
+	eq("Max(sequence)", l.Max(FieldSequence), minus1(pow(uint(seq))))
+	eq("Max(id)", l.Max(FieldID), minus1(pow(63)))
+	eq("Shift(timestamp)", int64(l.Shift(FieldTimestamp)), big.NewInt(int64(dc)+int64(m)+int64(seq)))
+	eq("Shift(datacenter)", int64(l.Shift(FieldDatacenter)), big.NewInt(int64(m)+int64(seq)))
+	eq("Shift(machine)", int64(l.Shift(FieldMachine)), big.NewInt(int64(seq)))
+	// What internal/sqlgen derives for the templates.
+	s := l.Bits(FieldSequence)
+	eq("MinState", l.Epoch()<<s, new(big.Int).Mul(big.NewInt(epoch), pow(uint(seq))))
+	eq("MaxState", l.Max(FieldTimestamp)<<s|l.Max(FieldSequence),
+		new(big.Int).Add(new(big.Int).Mul(maxTS, pow(uint(seq))), minus1(pow(uint(seq)))))
+	eq("LowBitsMask", 1<<l.Shift(FieldTimestamp)-1, minus1(pow(uint(dc)+uint(m)+uint(seq))))
+	if maxTS.Cmp(big.NewInt(pgMaxMillis)) > 0 {
+		t.Errorf("%v: latest time %s is after PostgreSQL's last timestamptz", l, maxTS)
+	}
+	if got := l.MaxTime().UnixMilli(); got != l.Max(FieldTimestamp) {
+		t.Errorf("%v: MaxTime() = %d ms, want %d", l, got, l.Max(FieldTimestamp))
+	}
+	// The largest fields fill every bit; the smallest none.
+	id, err := l.Compose(l.Max(FieldTimestamp), l.Max(FieldDatacenter), l.Max(FieldMachine), l.Max(FieldSequence))
+	if err != nil || id != math.MaxInt64 {
+		t.Errorf("%v: Compose(largest fields) = %d, %v; want 2^63-1", l, id, err)
+	}
+	if id, err := l.Compose(l.Min(FieldTimestamp), 0, 0, 0); err != nil || id != 0 {
+		t.Errorf("%v: Compose(smallest fields) = %d, %v; want 0", l, id, err)
+	}
+	p, err := l.Decompose(math.MaxInt64)
+	if want := (Parts{l.Max(FieldTimestamp), l.Max(FieldDatacenter), l.Max(FieldMachine), l.Max(FieldSequence)}); err != nil || p != want {
+		t.Errorf("%v: Decompose(2^63-1) = %+v, %v; want %+v", l, p, err, want)
+	}
+	if _, err := l.Compose(l.Max(FieldTimestamp)+1, 0, 0, 0); !errors.Is(err, ErrOutOfRange) {
+		t.Errorf("%v: Compose(latest+1) error = %v, want ErrOutOfRange", l, err)
+	}
+	// String, ParseLayout and the text form give the layout back.
+	if back, err := ParseLayout(l.String()); err != nil || back != l {
+		t.Errorf("ParseLayout(%q) = %v, %v; want the layout back", l.String(), back, err)
+	}
+}
+
+// TestNewLayoutEveryWidth runs every split of 63 bits into four fields of
+// at least one bit each, at the epochs around the limits the oracle
+// computes: NewLayout accepts exactly what oracleAccepts does, and every
+// layout it accepts has its derived values right.
+func TestNewLayoutEveryWidth(t *testing.T) {
+	accepted := 0
+	for ts := 1; ts <= 60; ts++ {
+		for dc := 1; ts+dc <= 62; dc++ {
+			for m := 1; ts+dc+m <= 62; m++ {
+				seq := 63 - ts - dc - m
+				w := [4]uint8{uint8(ts), uint8(dc), uint8(m), uint8(seq)}
+				// The latest epoch the oracle accepts, by bisection.
+				lo, hi := int64(-1), int64(math.MaxInt64)
+				for lo < hi {
+					mid := lo + (hi-lo+1)/2
+					if oracleAccepts(mid, w[0], w[1], w[2], w[3]) {
+						lo = mid
+					} else {
+						hi = mid - 1
+					}
+				}
+				epochs := []int64{-1, 0, 1, TwitterEpoch, math.MaxInt64}
+				if lo >= 0 {
+					epochs = append(epochs, lo-1, lo, lo+1)
+				}
+				for _, e := range epochs {
+					l, err := NewLayout(e, w[0], w[1], w[2], w[3])
+					want := oracleAccepts(e, w[0], w[1], w[2], w[3])
+					if (err == nil) != want {
+						t.Fatalf("NewLayout(%d, %d, %d, %d, %d) = %v, %v; the oracle says accepted: %v", e, w[0], w[1], w[2], w[3], l, err, want)
+					}
+					if err != nil {
+						var le *LayoutError
+						if !errors.As(err, &le) {
+							t.Fatalf("NewLayout(%d, %v) error %v is not a *LayoutError", e, w, err)
+						}
+						continue
+					}
+					accepted++
+					checkDerived(t, l, e, w[0], w[1], w[2], w[3])
+				}
+			}
+		}
+	}
+	if accepted == 0 {
+		t.Fatal("no layout accepted")
+	}
+}
+
+// FuzzNewLayout checks NewLayout on any epoch and widths against
+// oracleAccepts, and every accepted layout's derived values with math/big.
+func FuzzNewLayout(f *testing.F) {
+	for _, c := range []struct {
+		epoch          int64
+		ts, dc, m, seq uint8
+	}{
+		{TwitterEpoch, 41, 5, 5, 12}, {DiscordEpoch, 41, 5, 5, 12}, {0, 53, 5, 4, 1}, {217118761259008, 53, 5, 4, 1},
+		{2249600790429696, 41, 5, 5, 12}, {2249600790429697, 41, 5, 5, 12}, {-1, 41, 5, 5, 12},
+		{0, 30, 1, 1, 31}, {0, 30, 1, 1, 32}, {0, 1, 31, 30, 1}, {math.MaxInt64, 41, 5, 5, 12}, {0, 255, 255, 255, 255},
+		{9206725829955584, 44, 5, 5, 9}, {9206725829955585, 44, 5, 5, 9},
+	} {
+		f.Add(c.epoch, c.ts, c.dc, c.m, c.seq)
+	}
+	f.Fuzz(func(t *testing.T, epoch int64, ts, dc, m, seq uint8) {
+		l, err := NewLayout(epoch, ts, dc, m, seq)
+		if want := oracleAccepts(epoch, ts, dc, m, seq); (err == nil) != want {
+			t.Fatalf("NewLayout(%d, %d, %d, %d, %d) = %v, %v; the oracle says accepted: %v", epoch, ts, dc, m, seq, l, err, want)
+		}
+		if err != nil {
+			var le *LayoutError
+			if !errors.As(err, &le) || !errors.Is(err, ErrInvalidLayout) || l != (Layout{}) {
+				t.Fatalf("NewLayout(%d, %d, %d, %d, %d) = %v, %v (%T); want the zero Layout and a *LayoutError", epoch, ts, dc, m, seq, l, err, err)
+			}
+			return
+		}
+		checkDerived(t, l, epoch, ts, dc, m, seq)
+	})
+}
+
+// TestPostgresMaxMillis checks the constant against the calendar.
+func TestPostgresMaxMillis(t *testing.T) {
+	if PostgresMaxMillis != pgMaxMillis {
+		t.Errorf("PostgresMaxMillis = %d, want %d (294276-12-31T23:59:59.999Z)", PostgresMaxMillis, pgMaxMillis)
+	}
+}
+
+func TestParseLayout(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Layout
+	}{
+		{"twitter", Twitter},
+		{"discord", Discord},
+		{"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12", Twitter},
+		{"epoch=1420070400000 timestamp=41 datacenter=5 machine=5 sequence=12", Discord},
+		{"epoch=0 timestamp=43 datacenter=4 machine=4 sequence=12", newLayout(0, 43, 4, 4, 12)},
+	} {
+		got, err := ParseLayout(tc.in)
+		if err != nil || got != tc.want {
+			t.Errorf("ParseLayout(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+	for _, l := range []Layout{Twitter, Discord} {
+		if got, err := ParseLayout(l.String()); err != nil || got != l {
+			t.Errorf("ParseLayout(%v.String()) = %v, %v", l, got, err)
+		}
+	}
+}
+
+// TestParseLayoutRefusals has one row for every reason ParseLayout refuses
+// its input, each with its exact message and the part it names.
+func TestParseLayoutRefusals(t *testing.T) {
+	const ok = "epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"
+	const want = `want a preset (twitter, discord) or a spec such as "` + ok + `"`
+	for _, tc := range []struct {
+		name        string
+		in          string
+		part, value string
+		msg         string // after `invalid layout "<in>": `
+	}{
+		{"empty", "", "spec", "", "spec: empty; " + want},
+		{"unknown preset", "snowflake", "spec", "", "spec: not a preset name or a spec; " + want},
+		{"preset in capitals", "Twitter", "spec", "", "spec: not a preset name or a spec; " + want},
+		{"preset with space", "twitter ", "spec", "", "spec: not a preset name or a spec; " + want},
+		{"leading space", " " + ok, "spec", "", `spec: want key=value pairs separated by single spaces, as in "` + ok + `"`},
+		{"trailing space", ok + " ", "spec", "", `spec: want key=value pairs separated by single spaces, as in "` + ok + `"`},
+		{"double space", strings.Replace(ok, " ", "  ", 1), "spec", "", "spec: want key=value pairs separated by single spaces, ..."},
+		{"tab", strings.Replace(ok, " ", "\t", 1), "spec", "", "spec: want key=value pairs separated by single spaces, ..."},
+		{"not key=value", "epoch=1288834974657 timestamp 41 datacenter=5 machine=5 sequence=12", "timestamp", "", "timestamp: not key=value"},
+		{"unknown key", ok + " node=3", "node", "", "node: unknown key; want epoch, timestamp, datacenter, machine, sequence"},
+		{"key in capitals", strings.Replace(ok, "epoch", "Epoch", 1), "Epoch", "", "Epoch: unknown key; want epoch, timestamp, datacenter, machine, sequence"},
+		{"duplicate", ok + " machine=5", "machine", "", "machine: given twice"},
+		{"duplicate, other value", "epoch=0 timestamp=41 datacenter=5 machine=5 sequence=12 epoch=1", "epoch", "", "epoch: given twice"},
+		{"missing", "epoch=0 timestamp=41 machine=5 sequence=12", "datacenter", "", "datacenter: missing"},
+		{"missing last", "epoch=0 timestamp=41 datacenter=5 machine=5", "sequence", "", "sequence: missing"},
+		{"out of order", "timestamp=41 epoch=0 datacenter=5 machine=5 sequence=12", "epoch", "", "epoch: out of order; want epoch, timestamp, datacenter, machine, sequence in that order"},
+		{"empty value", "epoch= timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "", "epoch: not a decimal integer (digits, no '+', no leading zeros)"},
+		{"not a number", "epoch=0 timestamp=4l datacenter=5 machine=5 sequence=12", "timestamp", "4l", `timestamp "4l": not a decimal integer (digits, no '+', no leading zeros)`},
+		{"plus sign", "epoch=+0 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "+0", `epoch "+0": not a decimal integer (digits, no '+', no leading zeros)`},
+		{"leading zero", "epoch=0 timestamp=041 datacenter=5 machine=5 sequence=12", "timestamp", "041", `timestamp "041": not a decimal integer (digits, no '+', no leading zeros)`},
+		{"minus zero", "epoch=-0 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "-0", `epoch "-0": not a decimal integer (digits, no '+', no leading zeros)`},
+		{"hex", "epoch=0x10 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "0x10", `epoch "0x10": not a decimal integer (digits, no '+', no leading zeros)`},
+		{"fraction", "epoch=0 timestamp=41 datacenter=5 machine=5 sequence=12.0", "sequence", "12.0", `sequence "12.0": not a decimal integer (digits, no '+', no leading zeros)`},
+		{"epoch past int64", "epoch=9223372036854775808 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "9223372036854775808", "epoch 9223372036854775808: does not fit an int64"},
+		// What NewLayout refuses, with the spec.
+		{"widths", "epoch=0 timestamp=42 datacenter=5 machine=5 sequence=12", "widths", "64",
+			"widths 64: timestamp 42 + datacenter 5 + machine 5 + sequence 12 bits; want 63, the bits of a positive bigint"},
+		{"a width that wraps uint8", "epoch=0 timestamp=297 datacenter=5 machine=5 sequence=12", "timestamp", "297", "timestamp 297: want 1 to 53 bits: ..."},
+		{"a width of 256+12", "epoch=0 timestamp=41 datacenter=5 machine=5 sequence=268", "sequence", "268", "sequence 268: want 1 to 31 bits: ..."},
+		{"negative width", "epoch=0 timestamp=41 datacenter=-5 machine=15 sequence=12", "datacenter", "-5", "datacenter -5: want 1 to 31 bits: every field needs at least one bit"},
+		{"negative epoch", "epoch=-1 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "-1", "epoch -1: want 0 to 2249600790429696 ..."},
+		{"late epoch", "epoch=2249600790429697 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch", "2249600790429697", "epoch 2249600790429697: want 0 to 2249600790429696 ..."},
+		{"int32", "epoch=0 timestamp=30 datacenter=1 machine=1 sequence=32", "sequence", "32", "sequence 32: want 1 to 31 bits: ..."},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			l, err := ParseLayout(tc.in)
+			if l != (Layout{}) {
+				t.Errorf("ParseLayout returned %v alongside its error, want the zero Layout", l)
+			}
+			prefix := "invalid layout " + strconv.Quote(tc.in) + ": "
+			if tc.in == "" {
+				prefix = "invalid layout: "
+			}
+			checkLayoutError(t, "ParseLayout("+tc.in+")", err, tc.in, tc.part, tc.value, prefix+tc.msg)
+		})
+	}
+}
+
+// FuzzParseLayout: whatever the text, ParseLayout either returns a layout
+// whose String is the text (or that is the preset it names), or the zero
+// Layout and a *LayoutError whose Spec is the text.
+func FuzzParseLayout(f *testing.F) {
+	for _, s := range []string{
+		"twitter", "discord", Twitter.String(), Discord.String(), "", " ", "=", "epoch=0",
+		"epoch=0 timestamp=43 datacenter=4 machine=4 sequence=12", "epoch=0 timestamp=297 datacenter=5 machine=5 sequence=12",
+		"epoch=-1 timestamp=41 datacenter=5 machine=5 sequence=12", "epoch=1 epoch=1",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		l, err := ParseLayout(s)
+		if err != nil {
+			var le *LayoutError
+			if !errors.As(err, &le) || le.Spec != s || l != (Layout{}) {
+				t.Fatalf("ParseLayout(%q) = %v, %v; want the zero Layout and a *LayoutError for the text", s, l, err)
+			}
+			return
+		}
+		if p, ok := LayoutByName(s); ok {
+			if l != p {
+				t.Fatalf("ParseLayout(%q) = %v, want the preset", s, l)
+			}
+			return
+		}
+		if l.String() != s {
+			t.Fatalf("ParseLayout(%q) = %v, whose String differs", s, l)
+		}
+		checkDerived(t, l, l.Epoch(), uint8(l.Bits(FieldTimestamp)), uint8(l.Bits(FieldDatacenter)), uint8(l.Bits(FieldMachine)), uint8(l.Bits(FieldSequence)))
+	})
+}
+
+func TestPresets(t *testing.T) {
+	if got := strings.Join(PresetNames(), " "); got != "twitter discord" {
+		t.Errorf("PresetNames() = %s", got)
+	}
+	for _, tc := range []struct {
+		name string
+		want Layout
+		spec string
+	}{
+		{"twitter", Twitter, "epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"},
+		{"discord", Discord, "epoch=1420070400000 timestamp=41 datacenter=5 machine=5 sequence=12"},
+	} {
+		l, ok := LayoutByName(tc.name)
+		if !ok || l != tc.want || l.String() != tc.spec {
+			t.Errorf("LayoutByName(%q) = %v, %v; want %s", tc.name, l, ok, tc.spec)
+		}
+	}
+	if _, ok := LayoutByName("Twitter"); ok {
+		t.Error(`LayoutByName("Twitter") found a layout; names are lower case`)
+	}
+	if got, want := Discord.MinTime().Format(time.RFC3339Nano), "2015-01-01T00:00:00Z"; got != want {
+		t.Errorf("Discord.MinTime() = %s, want %s", got, want)
+	}
+	if got, want := Discord.MaxTime().Format("2006-01-02T15:04:05.000Z"), "2084-09-06T15:47:35.551Z"; got != want {
+		t.Errorf("Discord.MaxTime() = %s, want %s", got, want)
+	}
+}
+
+// TestDiscordVector: Discord documents 175928847299117063 as
+// 2016-04-30T11:18:25.796Z, worker 1, process 0, increment 7.
+func TestDiscordVector(t *testing.T) {
+	const id = 175928847299117063
+	p, err := Discord.Decompose(id)
+	if err != nil || p != (Parts{Timestamp: 1462015105796, Datacenter: 1, Machine: 0, Sequence: 7}) {
+		t.Fatalf("Discord.Decompose(%d) = %+v, %v; want timestamp 1462015105796, datacenter 1, machine 0, sequence 7", id, p, err)
+	}
+	if got := p.Time().Format("2006-01-02T15:04:05.000Z07:00"); got != "2016-04-30T11:18:25.796Z" {
+		t.Errorf("time = %s, want 2016-04-30T11:18:25.796Z", got)
+	}
+	if got, err := Discord.Compose(1462015105796, 1, 0, 7); err != nil || got != id {
+		t.Errorf("Discord.Compose(1462015105796, 1, 0, 7) = %d, %v; want %d", got, err, id)
+	}
+	// The same number is another time in the Twitter layout.
+	if p, _ := Twitter.Decompose(id); p.Timestamp != 1462015105796-DiscordEpoch+TwitterEpoch {
+		t.Errorf("Twitter.Decompose(%d).Timestamp = %d", id, p.Timestamp)
+	}
+}
+
+// TestZeroLayout: the zero Layout is refused by everything that composes,
+// decomposes or generates, with ErrZeroLayout, for every input (it must
+// not act as any layout, Twitter's included).
+func TestZeroLayout(t *testing.T) {
+	var z Layout
+	check := func(call string, got ID, err error) {
+		t.Helper()
+		if !errors.Is(err, ErrZeroLayout) || !errors.Is(err, ErrInvalidLayout) || got != 0 {
+			t.Errorf("Layout{}.%s = %d, %v; want 0 and ErrZeroLayout", call, got, err)
+		}
+	}
+	for _, in := range [][4]int64{{0, 0, 0, 0}, {TwitterEpoch, 0, 0, 0}, {TwitterEpoch + 1000, 1, 1, 0}, {-1, -1, -1, -1}, {math.MaxInt64, 0, 0, 0}} {
+		id, err := z.Compose(in[0], in[1], in[2], in[3])
+		check("Compose", id, err)
+	}
+	for _, id := range []ID{0, 1, 4194439168, math.MaxInt64, -1} {
+		p, err := z.Decompose(id)
+		if !errors.Is(err, ErrZeroLayout) || p != (Parts{}) {
+			t.Errorf("Layout{}.Decompose(%d) = %+v, %v; want ErrZeroLayout", id, p, err)
+		}
+	}
+	for _, tm := range []time.Time{time.Unix(0, 0), time.UnixMilli(TwitterEpoch + 1000), time.Now(), {}} {
+		id, err := z.FirstID(tm)
+		check("FirstID", id, err)
+		id, err = z.LastID(tm)
+		check("LastID", id, err)
+	}
+	if g, err := z.NewGenerator(0, 0); g != nil || !errors.Is(err, ErrZeroLayout) {
+		t.Errorf("Layout{}.NewGenerator(0, 0) = %v, %v; want ErrZeroLayout", g, err)
+	}
+	if b, err := z.MarshalText(); b != nil || !errors.Is(err, ErrZeroLayout) {
+		t.Errorf("Layout{}.MarshalText() = %q, %v; want ErrZeroLayout", b, err)
+	}
+	var g Generator
+	id, err := g.Next()
+	check("zero Generator's Next", id, err)
+	if want := "invalid layout: the zero Layout (use Twitter, Discord, NewLayout or ParseLayout)"; ErrZeroLayout.Error() != want {
+		t.Errorf("ErrZeroLayout = %q, want %q", ErrZeroLayout, want)
+	}
+}
+
+func TestLayoutText(t *testing.T) {
+	for _, l := range []Layout{Twitter, Discord, newLayout(0, 43, 4, 4, 12)} {
+		b, err := l.MarshalText()
+		if err != nil || string(b) != l.String() {
+			t.Errorf("%v.MarshalText() = %q, %v", l, b, err)
+		}
+		var back Layout
+		if err := back.UnmarshalText(b); err != nil || back != l {
+			t.Errorf("UnmarshalText(%q) = %v, %v", b, back, err)
+		}
+	}
+	l := Discord
+	if err := l.UnmarshalText([]byte("twitter")); err != nil || l != Twitter {
+		t.Errorf("UnmarshalText(twitter) = %v, %v", l, err)
+	}
+	err := l.UnmarshalText([]byte("epoch=0"))
+	if !errors.Is(err, ErrInvalidLayout) || l != Twitter {
+		t.Errorf("UnmarshalText(epoch=0) = %v, %v; want an error and the layout kept", l, err)
+	}
+}
