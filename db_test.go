@@ -1,0 +1,156 @@
+package sfgen_test
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+)
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// scanner is what pgx.Row and *sql.Row have in common.
+type scanner interface{ Scan(dest ...any) error }
+
+// dbSide is one way to reach PostgreSQL: pgx directly, in either of its
+// protocols, or database/sql with pgx's driver.
+type dbSide struct {
+	name  string
+	query func(sql string, args ...any) scanner
+	exec  func(sql string, args ...any) error
+}
+
+func dbSides(t *testing.T) []dbSide {
+	t.Helper()
+	dsn := pgtest.DSN(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	var sides []dbSide
+	for _, mode := range []pgx.QueryExecMode{pgx.QueryExecModeCacheStatement, pgx.QueryExecModeSimpleProtocol} {
+		cfg, err := pgx.ParseConfig(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.DefaultQueryExecMode = mode
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { conn.Close(context.Background()) })
+		sides = append(sides, dbSide{
+			name:  "pgx " + mode.String(),
+			query: func(q string, args ...any) scanner { return conn.QueryRow(ctx, q, args...) },
+			exec:  func(q string, args ...any) error { _, err := conn.Exec(ctx, q, args...); return err },
+		})
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	db.SetMaxOpenConns(1) // one session, for the temporary tables
+	sides = append(sides, dbSide{
+		name:  "database/sql",
+		query: func(q string, args ...any) scanner { return db.QueryRowContext(ctx, q, args...) },
+		exec:  func(q string, args ...any) error { _, err := db.ExecContext(ctx, q, args...); return err },
+	})
+	return sides
+}
+
+// TestIDInDatabase stores IDs as bigint and reads them back through pgx
+// (extended and simple protocol) and database/sql: ID both ways, NULL
+// and negative numbers refused with clear errors, NullID and *ID for
+// nullable columns.
+func TestIDInDatabase(t *testing.T) {
+	id, err := sfgen.Compose(1700000000000, 3, 7, 42)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range dbSides(t) {
+		t.Run(s.name, func(t *testing.T) {
+			if err := s.exec(`CREATE TEMPORARY TABLE post (id bigint PRIMARY KEY, parent bigint, small integer)`); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.exec(`DROP TABLE post`) })
+			// ID as a parameter and as a scan target.
+			if err := s.exec(`INSERT INTO post VALUES ($1, $2, $3)`, id, sfgen.NullID{}, 5); err != nil {
+				t.Fatalf("insert an ID and a NULL NullID: %v", err)
+			}
+			var got sfgen.ID
+			var parent sfgen.NullID
+			var small sfgen.ID
+			if err := s.query(`SELECT id, parent, small FROM post`).Scan(&got, &parent, &small); err != nil {
+				t.Fatalf("scan: %v", err)
+			}
+			if got != id || parent != (sfgen.NullID{}) || small != 5 {
+				t.Errorf("read back %d, %+v, %d; want %d, NULL, 5", got, parent, small, id)
+			}
+			var typ string
+			if err := s.query(`SELECT pg_typeof(id)::text || ' ' || (id = 1724551110456668202)::text FROM post`).Scan(&typ); err != nil || typ != "bigint true" {
+				t.Errorf("stored as %q, %v; want the bigint 1724551110456668202", typ, err)
+			}
+			// The largest ID, both ways.
+			var max sfgen.ID
+			if err := s.query(`SELECT $1::bigint`, sfgen.ID(9223372036854775807)).Scan(&max); err != nil || max != 9223372036854775807 {
+				t.Errorf("largest ID = %d, %v", max, err)
+			}
+			// A NullID and a *ID with a value.
+			if err := s.exec(`UPDATE post SET parent = $1`, sfgen.NullID{ID: 4194439168, Valid: true}); err != nil {
+				t.Fatal(err)
+			}
+			var ptr *sfgen.ID
+			if err := s.query(`SELECT parent, parent FROM post`).Scan(&parent, &ptr); err != nil ||
+				parent != (sfgen.NullID{ID: 4194439168, Valid: true}) || ptr == nil || *ptr != 4194439168 {
+				t.Errorf("parent = %+v, %v, %v; want 4194439168", parent, ptr, err)
+			}
+			// A nil *ID is NULL, and NULL scans into a nil *ID.
+			if err := s.exec(`UPDATE post SET parent = $1`, (*sfgen.ID)(nil)); err != nil {
+				t.Fatalf("a nil *ID: %v", err)
+			}
+			ptr = &got
+			if err := s.query(`SELECT parent FROM post`).Scan(&ptr); err != nil || ptr != nil {
+				t.Errorf("NULL into a *ID = %v, %v; want nil", ptr, err)
+			}
+			// NULL into an ID: an error that says what to use, the ID kept.
+			got = 9
+			err := s.query(`SELECT parent FROM post`).Scan(&got)
+			if !errors.Is(err, sfgen.ErrNullID) || !strings.Contains(err.Error(), "cannot scan NULL into an ID; use a NullID or *ID") || got != 9 {
+				t.Errorf("NULL into an ID: %d, %v; want ErrNullID", got, err)
+			}
+			// A negative bigint is not an ID.
+			err = s.query(`SELECT -5::bigint`).Scan(&got)
+			var re *sfgen.RangeError
+			if !errors.As(err, &re) || re.Field != sfgen.FieldID || re.Value != -5 ||
+				!strings.Contains(err.Error(), "id -5 out of range [0, 9223372036854775807]") || got != 9 {
+				t.Errorf("-5 into an ID: %d, %v; want a *RangeError for id -5", got, err)
+			}
+			err = s.query(`SELECT -5::bigint`).Scan(&parent)
+			if !errors.Is(err, sfgen.ErrOutOfRange) {
+				t.Errorf("-5 into a NullID: %v; want ErrOutOfRange", err)
+			}
+			err = s.query(`SELECT -5::bigint`).Scan(&ptr)
+			if !errors.Is(err, sfgen.ErrOutOfRange) {
+				t.Errorf("-5 into a *ID: %v; want ErrOutOfRange", err)
+			}
+			// A negative ID does not reach the database.
+			err = s.exec(`INSERT INTO post VALUES ($1)`, sfgen.ID(-1))
+			if !errors.Is(err, sfgen.ErrOutOfRange) {
+				t.Errorf("insert ID(-1): %v; want ErrOutOfRange", err)
+			}
+			// Something that is not an integer.
+			err = s.query(`SELECT 1.5::float8`).Scan(&got)
+			if err == nil || !strings.Contains(err.Error(), "ID") {
+				t.Errorf("a float8 into an ID: %v; want an error", err)
+			}
+		})
+	}
+}
