@@ -9,7 +9,7 @@ import (
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 const benchHelp = `
@@ -97,7 +97,7 @@ func createWalinspect(ctx context.Context, dsn, schema string) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+sqlgen.QuoteIdentifier(schema)); err != nil {
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+pgident.Quote(schema)); err != nil {
 		return fmt.Errorf("create pg_walinspect: %s", redactErr(err, dsn))
 	}
 	return nil

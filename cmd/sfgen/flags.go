@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -244,7 +245,7 @@ func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def strin
 // when not given, checked by sqlgen.ValidateSchema.
 func (c *cli) schemaVar(usage string) *string {
 	s := c.fs.String("schema", sqlgen.DefaultSchema, usage)
-	c.checks = append(c.checks, func() error { return sqlgen.ValidateSchema(*s) })
+	c.checks = append(c.checks, func() error { return pgident.ValidateSchema(*s) })
 	return s
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/migrationdir"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -86,7 +87,7 @@ func (c *cli) writeUpgrades(dir string, found []migrationdir.Found, sf sqlFlags,
 	if c.flagSet("schema") && *sf.schema != last.Schema {
 		return c.usageError("--schema %s conflicts with %s's sfgen migrations, which install into schema %s", *sf.schema, dir, last.Schema)
 	}
-	if err := sqlgen.ValidateSchema(last.Schema); err != nil {
+	if err := pgident.ValidateSchema(last.Schema); err != nil {
 		return c.usageError("%s: %v", last.Name, err)
 	}
 	if last.Layout != snowflake.Twitter.String() {

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -48,7 +49,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	defer db.Close()
 
-	q := sqlgen.QuoteIdentifier(*schema)
+	q := pgident.Quote(*schema)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))

@@ -14,7 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -174,7 +174,7 @@ func (s *session) pid(t testing.TB) int {
 
 // qualify returns schema.name with the schema quoted, as sfgen writes it.
 func qualify(schema, name string) string {
-	return sqlgen.QuoteIdentifier(schema) + "." + name
+	return pgident.Quote(schema) + "." + name
 }
 
 // summary counts repeated lines: "a ×3, b".

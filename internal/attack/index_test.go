@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -38,7 +39,7 @@ func attackIndex(t *testing.T, e *env, release int, c indexSetup) (bool, string)
 CREATE INDEX t_time ON public.t (public.snowflake_timestamp(id))`)
 
 	writer := e.role("writer")
-	w := sqlgen.QuoteIdentifier(writer)
+	w := pgident.Quote(writer)
 	e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s; GRANT INSERT ON public.t TO %[1]s", w))
 	plantLookalikes(t, e.connect(writer), writer, writer, allLookalikes)
 	hostile := w + ", pg_catalog"

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -81,9 +82,9 @@ END
 $f$;
 CREATE OPERATOR %s.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = %s);
 `, fn, o.left, o.right, o.result,
-			sqlgen.QuoteLiteral(noticePrefix+sig),
-			sqlgen.QuoteLiteral("ALTER ROLE "+sqlgen.QuoteIdentifier(escalate)+" SUPERUSER"),
-			o.wrong, sqlgen.QuoteIdentifier(schema), o.op, o.left, o.right, fn)
+			pgident.QuoteLiteral(noticePrefix+sig),
+			pgident.QuoteLiteral("ALTER ROLE "+pgident.Quote(escalate)+" SUPERUSER"),
+			o.wrong, pgident.Quote(schema), o.op, o.left, o.right, fn)
 	}
 	s.exec(t, b.String())
 }
@@ -239,15 +240,15 @@ func attackLookalikes(t *testing.T, e *env, release int, c lookalikeSetup) (bool
 	where := mallory
 	if c.inPublic {
 		where = "public"
-		e.exec("GRANT CREATE ON SCHEMA public TO " + sqlgen.QuoteIdentifier(mallory))
+		e.exec("GRANT CREATE ON SCHEMA public TO " + pgident.Quote(mallory))
 	} else {
-		e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s", sqlgen.QuoteIdentifier(mallory)))
+		e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s", pgident.Quote(mallory)))
 	}
 	plantLookalikes(t, e.connect(mallory), where, mallory, allLookalikes)
 
 	victim := e.connect("")
 	if c.searchPath != "" {
-		victim.exec(t, "SET search_path = "+strings.ReplaceAll(c.searchPath, "$ATTACKER", sqlgen.QuoteIdentifier(mallory)))
+		victim.exec(t, "SET search_path = "+strings.ReplaceAll(c.searchPath, "$ATTACKER", pgident.Quote(mallory)))
 	}
 	wrong := callAll(t, victim, c.sfgen, node)
 	super := e.isSuperuser(mallory)

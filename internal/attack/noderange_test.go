@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -35,7 +36,7 @@ func attackNodeRange(t *testing.T, e *env, release int, c nodeRangeSetup) (bool,
 	installed := [2]int64{1, 2}
 	e.mustInstall(release, sqlgen.Options{Datacenter: installed[0], Machine: installed[1]})
 	mallory := e.role("mallory")
-	e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s", sqlgen.QuoteIdentifier(mallory)))
+	e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s", pgident.Quote(mallory)))
 	var ops []lookalike
 	for _, o := range exactLookalikes {
 		if (o.op == "<" || o.op == ">") && o.left == "integer" && o.right == "integer" {
@@ -45,7 +46,7 @@ func attackNodeRange(t *testing.T, e *env, release int, c nodeRangeSetup) (bool,
 	plantLookalikes(t, e.connect(mallory), mallory, mallory, ops)
 
 	owner := e.connect("")
-	owner.exec(t, "SET search_path = "+strings.ReplaceAll(c.searchPath, "$ATTACKER", sqlgen.QuoteIdentifier(mallory)))
+	owner.exec(t, "SET search_path = "+strings.ReplaceAll(c.searchPath, "$ATTACKER", pgident.Quote(mallory)))
 	_, err := owner.ExecContext(ctx, c.call)
 	details := fmt.Sprintf("the owner, with search_path %s, ran %s: ", c.searchPath, c.call)
 	succeeded := err == nil

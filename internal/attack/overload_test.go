@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -41,9 +42,9 @@ func attackOverload(t *testing.T, e *env, release int, o overload) (bool, string
 	node := [2]int64{1, 2}
 	e.mustInstall(release, sqlgen.Options{Datacenter: node[0], Machine: node[1]})
 	mallory := e.role("mallory")
-	e.exec("GRANT CREATE ON SCHEMA public TO " + sqlgen.QuoteIdentifier(mallory))
+	e.exec("GRANT CREATE ON SCHEMA public TO " + pgident.Quote(mallory))
 	decl := fmt.Sprintf("public.%s(%s)", o.name, o.sig)
-	e.connect(mallory).exec(t, fmt.Sprintf("CREATE FUNCTION %s RETURNS bigint LANGUAGE sql AS %s", decl, sqlgen.QuoteLiteral(o.body)))
+	e.connect(mallory).exec(t, fmt.Sprintf("CREATE FUNCTION %s RETURNS bigint LANGUAGE sql AS %s", decl, pgident.QuoteLiteral(o.body)))
 
 	s := e.connect("")
 	var problems []string

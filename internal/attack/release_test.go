@@ -10,6 +10,7 @@ import (
 	"github.com/pressly/goose/v3"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -97,7 +98,7 @@ func installGoose(ctx context.Context, db *sql.DB, release int, o sqlgen.Options
 		return err
 	}
 	if !exists {
-		if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+sqlgen.QuoteIdentifier(schema)); err != nil {
+		if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+pgident.Quote(schema)); err != nil {
 			return err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -91,7 +92,7 @@ WHERE c.relnamespace = pg_catalog.to_regnamespace($1) AND c.relname LIKE 'snowfl
 UNION ALL
 SELECT pg_catalog.format('%s.%s(%s)', p.pronamespace::regnamespace, p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid)) FROM pg_catalog.pg_proc p
 WHERE p.pronamespace = pg_catalog.to_regnamespace($1) AND p.proname LIKE 'snowflake%' AND p.proowner = $2::regrole
-ORDER BY 1`, sqlgen.QuoteIdentifier(schema), sqlgen.QuoteIdentifier(role))
+ORDER BY 1`, pgident.Quote(schema), pgident.Quote(role))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,8 +121,8 @@ func attackSquat(t *testing.T, e *env, release int, c squatSetup, method string,
 	t.Helper()
 	ctx := context.Background()
 	mallory := e.role("mallory")
-	m := sqlgen.QuoteIdentifier(mallory)
-	schema := sqlgen.QuoteIdentifier(c.schema)
+	m := pgident.Quote(mallory)
+	schema := pgident.Quote(c.schema)
 	if c.schema != "public" {
 		e.exec("CREATE SCHEMA " + schema) // by the DBA, shared:
 	}
@@ -129,7 +130,7 @@ func attackSquat(t *testing.T, e *env, release int, c squatSetup, method string,
 	installer, who := e.db, "the superuser"
 	if c.appOwner {
 		app := e.role("app")
-		e.exec(fmt.Sprintf("GRANT USAGE, CREATE ON SCHEMA %s TO %s", schema, sqlgen.QuoteIdentifier(app)))
+		e.exec(fmt.Sprintf("GRANT USAGE, CREATE ON SCHEMA %s TO %s", schema, pgident.Quote(app)))
 		installer, who = e.openDB(app), "app owner "+app
 	}
 	ms := e.connect(mallory)
@@ -209,7 +210,7 @@ func checkRefusal(t *testing.T, e *env, err error, method, mallory string, c squ
 	}
 	var table *string
 	if err := e.db.QueryRowContext(context.Background(), "SELECT pg_catalog.to_regclass($1)::text",
-		sqlgen.QuoteIdentifier(c.schema)+"."+install.VersionTable).Scan(&table); err != nil {
+		pgident.Quote(c.schema)+"."+install.VersionTable).Scan(&table); err != nil {
 		t.Fatal(err)
 	}
 	if table != nil {

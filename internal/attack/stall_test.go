@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -248,7 +249,7 @@ func attackStall(t *testing.T, e *env, release int, trick stallTrick) (bool, str
 	e.mustInstall(release, sqlgen.Options{Schema: schema})
 	e.exec("CREATE TABLE public.t (id bigint PRIMARY KEY DEFAULT " + qualify(schema, "snowflake_next_id()") + ", n integer)")
 	app := e.role("app")
-	e.exec("GRANT INSERT ON public.t TO " + sqlgen.QuoteIdentifier(app))
+	e.exec("GRANT INSERT ON public.t TO " + pgident.Quote(app))
 	inserters := []*session{e.connect(app), e.connect(app)}
 	for _, s := range inserters {
 		s.exec(t, "SET statement_timeout = '5s'")

@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -116,7 +117,7 @@ func (c *Config) Normalize() error {
 	if c.Schema == "" {
 		c.Schema = sqlgen.DefaultSchema
 	}
-	if err := sqlgen.ValidateSchema(c.Schema); err != nil {
+	if err := pgident.ValidateSchema(c.Schema); err != nil {
 		return err
 	}
 	if c.Clients == 0 {
@@ -187,7 +188,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer pool.Close()
 
-	schema := sqlgen.QuoteIdentifier(cfg.Schema)
+	schema := pgident.Quote(cfg.Schema)
 	res := &Result{
 		Clients: cfg.Clients, Rounds: cfg.Rounds,
 		RoundSeconds:      (cfg.Duration / time.Duration(cfg.Rounds)).Seconds(),
@@ -204,7 +205,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
-	tables := [2]string{schema + "." + sqlgen.QuoteIdentifier(base+"_bigserial"), schema + "." + sqlgen.QuoteIdentifier(base+"_snowflake")}
+	tables := [2]string{schema + "." + pgident.Quote(base+"_bigserial"), schema + "." + pgident.Quote(base+"_snowflake")}
 	defer func() {
 		// The caller's context may be what ended the run.
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

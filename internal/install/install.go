@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/migrations"
 )
@@ -146,7 +147,7 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		return nil, fmt.Errorf("inspect database: %w", err)
 	}
 	if !schemaExisted {
-		if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+sqlgen.QuoteIdentifier(schema)); err != nil {
+		if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgident.Quote(schema)); err != nil {
 			return nil, fmt.Errorf("create schema %s: %w", schema, err)
 		}
 	}
@@ -185,7 +186,7 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema s
 		return fmt.Errorf("create %s.%s: %w", schema, VersionTable, err)
 	}
 	for v := 1; v <= min(release, sqlgen.Latest); v++ {
-		if _, err := conn.ExecContext(ctx, "INSERT INTO "+sqlgen.QuoteIdentifier(schema)+"."+VersionTable+" (version_id, is_applied) VALUES ($1, true)", v); err != nil {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO "+pgident.Quote(schema)+"."+VersionTable+" (version_id, is_applied) VALUES ($1, true)", v); err != nil {
 			return fmt.Errorf("record release %d in %s.%s: %w", v, schema, VersionTable, err)
 		}
 	}
@@ -220,10 +221,10 @@ func (i Installed) Effective() int {
 
 // InstalledRelease reads which sfgen release schema holds, through query.
 func InstalledRelease(ctx context.Context, query RowQuery, schema string) (Installed, error) {
-	if err := sqlgen.ValidateSchema(schema); err != nil {
+	if err := pgident.ValidateSchema(schema); err != nil {
 		return Installed{}, err
 	}
-	q := sqlgen.QuoteIdentifier(schema)
+	q := pgident.Quote(schema)
 	var layout, release bool
 	if err := query(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL, pg_catalog.to_regprocedure($2) IS NOT NULL",
 		q+".snowflake_layout()", q+".snowflake_release()").Scan(&layout, &release); err != nil {
@@ -330,7 +331,7 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema string) (*Result, er
 }
 
 func newProvider(db *sql.DB, fsys fs.FS, schema string) (*goose.Provider, error) {
-	if err := sqlgen.ValidateSchema(schema); err != nil {
+	if err := pgident.ValidateSchema(schema); err != nil {
 		return nil, err
 	}
 	// goose writes the table name into its SQL unquoted; ValidateSchema
@@ -426,7 +427,7 @@ func advisoryLock(ctx context.Context, conn *sql.Conn, id int64, wait time.Durat
 // under Apply's lock, so it never removes what another install made.
 func undo(conn *sql.Conn, schema string, dropSchema bool) {
 	ctx := context.Background() // the caller's context may be what failed
-	q := sqlgen.QuoteIdentifier(schema)
+	q := pgident.Quote(schema)
 	conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+q+"."+VersionTable)
 	if dropSchema {
 		conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+q) // RESTRICT: only if empty

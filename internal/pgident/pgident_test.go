@@ -1,19 +1,10 @@
 package pgident
 
 import (
-	"context"
 	"errors"
-	"os"
-	"sort"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
-
-	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 )
-
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 func TestValidateSchema(t *testing.T) {
 	for _, tc := range []struct {
@@ -67,54 +58,6 @@ func FuzzValidateSchema(f *testing.F) {
 			t.Fatalf("Quote(%q) = %s", name, Quote(name))
 		}
 	})
-}
-
-// TestReservedKeywordsArePostgreSQLs checks the list against the server's
-// own (pg_get_keywords(), categories R and T), and that PostgreSQL takes
-// every other keyword as a schema name unquoted, as sfgen writes it in
-// goose's version table name.
-func TestReservedKeywordsArePostgreSQLs(t *testing.T) {
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	rows, err := conn.Query(ctx, "SELECT word, catcode FROM pg_catalog.pg_get_keywords() ORDER BY word")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var server, unreserved []string
-	for rows.Next() {
-		var word, cat string
-		if err := rows.Scan(&word, &cat); err != nil {
-			t.Fatal(err)
-		}
-		if cat == "R" || cat == "T" {
-			server = append(server, word)
-		} else if !strings.HasPrefix(word, "pg_") {
-			unreserved = append(unreserved, word)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	var ours []string
-	for w := range reservedKeywords {
-		ours = append(ours, w)
-	}
-	sort.Strings(ours)
-	if strings.Join(ours, " ") != strings.Join(server, " ") {
-		t.Errorf("reservedKeywords differ from the server's reserved keywords:\n ours   %v\n server %v", ours, server)
-	}
-	for _, w := range unreserved {
-		if ValidateSchema(w) != nil {
-			continue
-		}
-		if _, err := conn.Exec(ctx, "CREATE SCHEMA "+w+"; CREATE TABLE "+w+".goose_db_version (id int); DROP SCHEMA "+w+" CASCADE"); err != nil {
-			t.Errorf("ValidateSchema accepts %q, which PostgreSQL does not take unquoted: %v", w, err)
-		}
-	}
 }
 
 func TestQuote(t *testing.T) {

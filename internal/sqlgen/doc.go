@@ -7,8 +7,8 @@
 // templates/release<N>; a released release's templates never change (a
 // test in package migrations pins the bytes of its migration). The only
 // values that reach the templates are numbers derived from the layout,
-// the node numbers, and a schema name that [ValidateSchema] has checked
-// and that is always written as a quoted identifier; nothing a user types
+// the node numbers, and a schema name that pgident.ValidateSchema has
+// checked and that is always written as a quoted identifier; nothing a user types
 // is pasted into SQL as text. Every operator, function and type in the
 // latest release is bound to pg_catalog or to sfgen's own schema
 // (internal/sqlcheck checks the rendered text).

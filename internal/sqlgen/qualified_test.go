@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -45,7 +46,7 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fs := sqlcheck.Check(sql, sqlcheck.Options{OwnSchemas: []string{sqlgen.QuoteIdentifier(schema)}})
+				fs := sqlcheck.Check(sql, sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema)}})
 				for _, f := range fs {
 					t.Errorf("%s", f)
 				}

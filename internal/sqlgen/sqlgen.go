@@ -10,6 +10,7 @@ import (
 	"text/template"
 	"time"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -18,7 +19,7 @@ type Options struct {
 	// Layout is the ID layout; the zero value means snowflake.Twitter.
 	Layout snowflake.Layout
 	// Schema is the schema the objects are created in; "" means
-	// DefaultSchema. It must pass ValidateSchema.
+	// DefaultSchema. It must pass pgident.ValidateSchema.
 	Schema string
 	// Datacenter and Machine are the node that snowflake_next_id() uses
 	// until `sfgen node` changes it; each from 0 to the layout's maximum.
@@ -40,8 +41,8 @@ var ErrUnknownRelease = errors.New("unknown sfgen release")
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
-	"literal": QuoteLiteral,
-	"ident":   QuoteIdentifier,
+	"literal": pgident.QuoteLiteral,
+	"ident":   pgident.Quote,
 	// op writes an operator bound to pg_catalog's, whatever search_path.
 	"op": func(name string) string { return "OPERATOR(pg_catalog." + name + ")" },
 }
@@ -259,7 +260,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	if schema == "" {
 		schema = DefaultSchema
 	}
-	if err := ValidateSchema(schema); err != nil {
+	if err := pgident.ValidateSchema(schema); err != nil {
 		return nil, err
 	}
 	for _, n := range []struct {
@@ -279,7 +280,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		Generated:  ReleaseMarker(release),
 		Goose:      goose,
 		SchemaName: schema,
-		Schema:     QuoteIdentifier(schema),
+		Schema:     pgident.Quote(schema),
 		Layout:     l.String(),
 		EpochTime:  l.MinTime().Format("2006-01-02T15:04:05.000Z07:00"),
 

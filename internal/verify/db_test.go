@@ -19,6 +19,7 @@ import (
 
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -197,7 +198,7 @@ func TestNotInstalledOrOtherLayout(t *testing.T) {
 	if _, err := Run(ctx, pool, Options{Schema: schema, Layout: other, Count: 10}); !errors.Is(err, ErrLayoutMismatch) {
 		t.Errorf("Run with another layout: %v, want ErrLayoutMismatch", err)
 	}
-	if _, err := Run(ctx, pool, Options{Schema: "x;y", Count: 10}); !errors.Is(err, sqlgen.ErrInvalidSchema) {
+	if _, err := Run(ctx, pool, Options{Schema: "x;y", Count: 10}); !errors.Is(err, pgident.ErrInvalidSchema) {
 		t.Errorf("Run with a bad schema: %v, want ErrInvalidSchema", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -108,7 +109,7 @@ func (m Mismatch) String() string {
 // the report.
 func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	o = o.withDefaults()
-	if err := sqlgen.ValidateSchema(o.Schema); err != nil {
+	if err := pgident.ValidateSchema(o.Schema); err != nil {
 		return nil, err
 	}
 	if err := CheckInstalled(ctx, pool, o.Schema, o.Layout); err != nil {
@@ -119,7 +120,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 		return nil, err
 	}
 	release := in.Release
-	c := &checker{o: o, schema: sqlgen.QuoteIdentifier(o.Schema), prepared: map[*pgconn.PgConn]bool{},
+	c := &checker{o: o, schema: pgident.Quote(o.Schema), prepared: map[*pgconn.PgConn]bool{},
 		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest, Stale: in.Stale}}
 	start := time.Now()
 
@@ -252,10 +253,10 @@ var requiredFunctions = []string{
 func CheckInstalled(ctx context.Context, db interface {
 	QueryRow(context.Context, string, ...any) pgx.Row
 }, schema string, l snowflake.Layout) error {
-	if err := sqlgen.ValidateSchema(schema); err != nil {
+	if err := pgident.ValidateSchema(schema); err != nil {
 		return err
 	}
-	q := sqlgen.QuoteIdentifier(schema)
+	q := pgident.Quote(schema)
 	var missing []string
 	for _, f := range requiredFunctions {
 		var ok bool

@@ -51,6 +51,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/pgcluster"
+	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 // EnvVar names the environment variable that, when set, is the URL of the
@@ -112,13 +113,13 @@ func DSN(t testing.TB) string {
 	name := uniqueName(t.Name())
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := exec(ctx, server, "CREATE DATABASE "+quoteIdent(name)+" TEMPLATE template0"); err != nil {
+	if err := exec(ctx, server, "CREATE DATABASE "+pgident.Quote(name)+" TEMPLATE template0"); err != nil {
 		t.Fatalf("pgtest: create database %s on %s: %v (the role needs CREATEDB)", name, redact(server), err)
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		if err := exec(ctx, server, "DROP DATABASE IF EXISTS "+quoteIdent(name)+" WITH (FORCE)"); err != nil {
+		if err := exec(ctx, server, "DROP DATABASE IF EXISTS "+pgident.Quote(name)+" WITH (FORCE)"); err != nil {
 			t.Errorf("pgtest: drop database %s: %v", name, err)
 		}
 	})
@@ -281,8 +282,6 @@ func redactError(err error) error {
 	}
 	return err
 }
-
-func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 
 // Main runs the tests and then stops the shared cluster, if one was
 // started. It returns m.Run's exit code, for os.Exit.
