@@ -37,7 +37,7 @@ const Latest = 2
 // Latest (or, for Upgrade, 2 to Latest).
 var ErrUnknownRelease = errors.New("unknown sfgen release")
 
-//go:embed templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl
+//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -45,13 +45,19 @@ var funcs = template.FuncMap{
 	"ident":   pgident.Quote,
 	// op writes an operator bound to pg_catalog's, whatever search_path.
 	"op": func(name string) string { return "OPERATOR(pg_catalog." + name + ")" },
+	// outOfRange is the argument of templates/shared's raise_out_of_range.
+	"outOfRange": func(message, arg string) outOfRange { return outOfRange{message, arg} },
 }
+
+// An outOfRange is what a range check's RAISE says: Message, a format()
+// string with one %s, shows Arg, an SQL expression.
+type outOfRange struct{ Message, Arg string }
 
 // releaseTemplates holds each release's templates, parsed apart: they
 // define the same names. Release 1's are frozen as they were released.
 var releaseTemplates = [Latest + 1]*template.Template{
-	1: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/release1/*.sql.tmpl")),
-	2: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/release2/*.sql.tmpl")),
+	1: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release1/*.sql.tmpl")),
+	2: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release2/*.sql.tmpl")),
 }
 
 // Script renders the plain install script of the latest release. It runs
