@@ -1,7 +1,9 @@
 package sqlgen_test
 
-// Tests of snowflake_next_id() against a real PostgreSQL 15: each proves
-// one of its guarantees.
+// Tests of snowflake_next_id() against a real PostgreSQL, from pgtest: a
+// database of each test's own on $DATABASE_URL's server, or on a throwaway
+// cluster. Each proves one of its guarantees, and fails when the template
+// loses it; none depends on how fast the machine is.
 
 import (
 	"context"
