@@ -84,9 +84,7 @@ func NewGenerator(datacenter, machine int64) (*Generator, error) {
 // first, in that order, that does not. The zero Layout returns
 // ErrZeroLayout.
 func (l Layout) NewGenerator(datacenter, machine int64) (*Generator, error) {
-	if l.isZero() {
-		return nil, ErrZeroLayout
-	}
+	// Compose also refuses the zero Layout, with ErrZeroLayout.
 	node, err := l.Compose(l.epoch, datacenter, machine, 0)
 	if err != nil {
 		return nil, err

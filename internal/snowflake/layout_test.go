@@ -219,25 +219,31 @@ func checkDerived(t *testing.T, l Layout, epoch int64, ts, dc, m, seq uint8) {
 // computes: NewLayout accepts exactly what oracleAccepts does, and every
 // layout it accepts has its derived values right.
 func TestNewLayoutEveryWidth(t *testing.T) {
-	accepted := 0
+	accepted, bounded := 0, 0
 	for ts := 1; ts <= 60; ts++ {
 		for dc := 1; ts+dc <= 62; dc++ {
 			for m := 1; ts+dc+m <= 62; m++ {
 				seq := 63 - ts - dc - m
 				w := [4]uint8{uint8(ts), uint8(dc), uint8(m), uint8(seq)}
-				// The latest epoch the oracle accepts, by bisection.
-				lo, hi := int64(-1), int64(math.MaxInt64)
-				for lo < hi {
-					mid := lo + (hi-lo+1)/2
-					if oracleAccepts(mid, w[0], w[1], w[2], w[3]) {
-						lo = mid
-					} else {
-						hi = mid - 1
-					}
-				}
 				epochs := []int64{-1, 0, 1, TwitterEpoch, math.MaxInt64}
-				if lo >= 0 {
+				if oracleAccepts(0, w[0], w[1], w[2], w[3]) {
+					// The latest epoch the oracle accepts, by bisection.
+					lo, hi := int64(0), int64(math.MaxInt64)
+					for lo < hi {
+						mid := hi - (hi-lo)/2 // > lo, and no overflow
+						if oracleAccepts(mid, w[0], w[1], w[2], w[3]) {
+							lo = mid
+						} else {
+							hi = mid - 1
+						}
+					}
 					epochs = append(epochs, lo-1, lo, lo+1)
+					// Two worked out by hand: the state's limit, and
+					// PostgreSQL's last timestamptz.
+					if want, ok := map[[4]uint8]int64{{41, 5, 5, 12}: 2249600790429696, {44, 5, 5, 9}: 9206725829955584}[w]; ok && lo != want {
+						t.Fatalf("the oracle's latest epoch for %v is %d, want %d", w, lo, want)
+					}
+					bounded++
 				}
 				for _, e := range epochs {
 					l, err := NewLayout(e, w[0], w[1], w[2], w[3])
@@ -258,8 +264,8 @@ func TestNewLayoutEveryWidth(t *testing.T) {
 			}
 		}
 	}
-	if accepted == 0 {
-		t.Fatal("no layout accepted")
+	if accepted == 0 || bounded < 20000 {
+		t.Fatalf("%d layouts accepted, %d splits with a latest epoch", accepted, bounded)
 	}
 }
 
