@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -152,5 +153,79 @@ func TestIDInDatabase(t *testing.T) {
 				t.Errorf("a float8 into an ID: %v; want an error", err)
 			}
 		})
+	}
+}
+
+// readmeDatabase runs the README's database example, verbatim, on conn
+// and db (a table post (id bigint, parent bigint) there), printing to w:
+// the fmt below is the printer, so that TestREADMEDatabase can compare
+// what the example prints with what the README says it prints.
+func readmeDatabase(ctx context.Context, conn *pgx.Conn, db *sql.DB, w *strings.Builder) {
+	fmt := printer{w}
+	id, err := sfgen.Compose(1700000000000, 3, 7, 42)
+	_, err = conn.Exec(ctx, `INSERT INTO post (id, parent) VALUES ($1, $2)`, id, sfgen.NullID{})
+	fmt.Println(err)
+
+	var got sfgen.ID
+	var parent sfgen.NullID // or a *sfgen.ID, nil for NULL
+	err = conn.QueryRow(ctx, `SELECT id, parent FROM post`).Scan(&got, &parent)
+	fmt.Println(got, parent.Valid, err)
+	err = db.QueryRowContext(ctx, `SELECT id, parent FROM post`).Scan(&got, &parent)
+	fmt.Println(got, parent.Valid, err)
+
+	err = conn.QueryRow(ctx, `SELECT parent FROM post`).Scan(&got)
+	fmt.Println(errors.Is(err, sfgen.ErrNullID), err)
+	err = db.QueryRowContext(ctx, `SELECT -1::bigint AS id`).Scan(&got)
+	fmt.Println(errors.Is(err, sfgen.ErrOutOfRange), err)
+	// Prints:
+	// <nil>
+	// 1724551110456668202 false <nil>
+	// 1724551110456668202 false <nil>
+	// true can't scan into dest[0] (col: parent): cannot scan NULL into an ID; use a NullID or *ID for a nullable column
+	// true sql: Scan error on column index 0, name "id": id -1 out of range [0, 9223372036854775807]
+}
+
+type printer struct{ w *strings.Builder }
+
+func (p printer) Println(a ...any) { p.w.WriteString(fmt.Sprintln(a...)) }
+
+// TestREADMEDatabase runs readmeDatabase against PostgreSQL and checks
+// that it prints what its "// Prints:" comment, which the README shows,
+// says.
+func TestREADMEDatabase(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dsn := pgtest.DSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := conn.Exec(ctx, `CREATE TABLE post (id bigint PRIMARY KEY, parent bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	var got strings.Builder
+	readmeDatabase(ctx, conn, db, &got)
+	src, err := os.ReadFile("db_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(src), "func readmeDatabase(")
+	_, prints, ok := strings.Cut(after, "\t// Prints:\n")
+	prints, _, _ = strings.Cut(prints, "\n}\n")
+	if !ok || prints == "" {
+		t.Fatal("readmeDatabase has no // Prints: comment")
+	}
+	var want strings.Builder
+	for _, l := range strings.Split(prints, "\n") {
+		want.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "\t//"), " ") + "\n")
+	}
+	if got.String() != want.String() {
+		t.Errorf("readmeDatabase printed\n%s\nits comment (and the README) says\n%s", got.String(), want.String())
 	}
 }

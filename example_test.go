@@ -27,6 +27,51 @@ func ExampleCompose() {
 	// Output: 4194439168
 }
 
+// The README's first example: compose, decompose, and an input out of
+// range.
+func Example_composeAndDecompose() {
+	id, err := sfgen.Compose(1288834975657, 1, 1, 0) // the worked example
+	fmt.Println(id, err)
+
+	p, err := sfgen.Decompose(1724551110456668202)
+	fmt.Println(p.Timestamp, p.Datacenter, p.Machine, p.Sequence, p.Time().Format(time.RFC3339Nano), err)
+
+	_, err = sfgen.Compose(1288834975657, 32, 1, 0)
+	var re *sfgen.RangeError
+	fmt.Println(err, errors.As(err, &re), re.Field, re.Max, errors.Is(err, sfgen.ErrOutOfRange))
+	// Output:
+	// 4194439168 <nil>
+	// 1700000000000 3 7 42 2023-11-14T22:13:20Z <nil>
+	// datacenter 32 out of range [0, 31] true datacenter 31 true
+}
+
+// The README's layouts: a preset by name, a spec, and one refused.
+func Example_layouts() {
+	discord, err := sfgen.ParseLayout("discord") // or sfgen.Discord()
+	if err != nil {
+		panic(err)
+	}
+	p, _ := discord.Decompose(175928847299117063)
+	fmt.Println(p.Time().Format(time.RFC3339Nano), p.Datacenter, p.Machine, p.Sequence)
+
+	custom, err := sfgen.ParseLayout("epoch=1704067200000 timestamp=40 datacenter=3 machine=8 sequence=12")
+	if err != nil {
+		panic(err)
+	}
+	id, _ := custom.Compose(1704067201000, 5, 200, 0)
+	fmt.Println(id, custom.Max(sfgen.FieldMachine), custom.MaxTime().Format(time.RFC3339Nano))
+
+	_, err = sfgen.NewLayout(sfgen.TwitterEpoch, 42, 5, 5, 12)
+	fmt.Println(err)
+	_, err = sfgen.ParseLayout("epoch=1704067200000 timestamp=40 datacenter=3 machine=8")
+	fmt.Println(err)
+	// Output:
+	// 2016-04-30T11:18:25.796Z 1 0 7
+	// 8394670080 255 2058-11-03T19:53:47.775Z
+	// invalid layout: widths 64: timestamp 42 + datacenter 5 + machine 5 + sequence 12 bits; want 63, the bits of a positive bigint
+	// invalid layout "epoch=1704067200000 timestamp=40 datacenter=3 machine=8": sequence: missing
+}
+
 // A value out of range is an error naming the field, the value and the
 // range, never an ID wrapped into another.
 func ExampleCompose_outOfRange() {
