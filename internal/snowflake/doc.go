@@ -1,8 +1,10 @@
-// Package snowflake composes and decomposes Snowflake IDs.
+// Package snowflake composes and decomposes Snowflake IDs, and generates
+// them: the one implementation behind the public package sfgen (the
+// module's root, a thin face over this one) and the SQL that
+// internal/sqlgen renders.
 //
 // A Snowflake ID is a positive 64-bit integer. In the Twitter layout, the
-// default and the only one sfgen exposes, its bits are, from the most
-// significant:
+// default, its bits are, from the most significant:
 //
 //	bit 63       0 (the ID is always positive)
 //	bits 62..22  41 bits: milliseconds since 2010-11-04T01:42:54.657Z
@@ -16,7 +18,14 @@
 // error, never wrapped or truncated into a different ID.
 //
 // The layout is data: a [Layout] holds the epoch and the field widths, and
-// every shift, mask and limit is derived from it. The SQL that sfgen renders
-// for PostgreSQL is generated from the same [Layout] value, so the database
-// and Go compose the same IDs and reject the same inputs.
+// every shift, mask and limit is derived from it. [Twitter] and [Discord]
+// are presets; [NewLayout] and [ParseLayout] make any other layout that Go
+// and the SQL can both represent, and nothing else. The SQL that sfgen
+// renders for PostgreSQL is generated from the same [Layout] value, so the
+// database and Go compose the same IDs and reject the same inputs.
+//
+// What only the command line needs stays here, out of the public API:
+// [Layout.Segments] and [Layout.Binary] (the binary breakdown),
+// [RangeMessage] (the SQL templates' error messages), [LayoutByName] and
+// [PresetNames].
 package snowflake
