@@ -9,11 +9,13 @@ import (
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const benchHelp = `
-sfgen bench [--dsn URL] [--schema NAME] [--clients N] [--duration D] [--rounds N] [--json]
+sfgen bench [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--clients N] [--duration D] [--rounds N] [--json]
 
 Measures INSERT throughput with DEFAULT snowflake_next_id() against
 bigserial: N clients, each on its own connection, run single-row prepared
@@ -27,22 +29,29 @@ run with synchronous_commit=off, so that the commit's flush does not hide
 the cost of the ID.
 
 With no database (no --dsn and no $DATABASE_URL) it starts a throwaway
-PostgreSQL from the local server binaries, installs sfgen into it, measures
-and removes it. With one, snowflake_next_id() must be installed in NAME
-(see 'sfgen install'); the scratch tables are made in NAME and dropped at
-the end. Progress goes to stderr, the report to stdout.
+PostgreSQL from the local server binaries, installs sfgen into it for
+--layout (Twitter's by default), measures and removes it. With one,
+snowflake_next_id() must be installed in NAME (see 'sfgen install'), for
+--layout if given (else for whatever layout NAME records); the scratch
+tables are made in NAME and dropped at the end. Progress goes to stderr,
+the report to stdout.
 
 Examples:
   sfgen bench
   sfgen bench --clients 1 --duration 10s
   sfgen bench --duration 60s --rounds 120
   sfgen bench --dsn postgres://app@localhost/app --schema ids --json
+  sfgen bench --layout discord --clients 4
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("bench", benchHelp, stdout, stderr)
 	dsnFlag := c.fs.String("dsn", "", dsnThrowawayHelp)
 	schema := c.schemaVar("schema `NAME` that holds snowflake_next_id()")
+	lf, code, done := c.layoutVar(args)
+	if done {
+		return code
+	}
 	clients := c.intVar("clients", "concurrent clients `N`", bench.DefaultClients, 1, bench.MaxClients)
 	duration := c.fs.Duration("duration", bench.DefaultDuration, withRange("measured time `D` per variant, split into rounds", bench.FormatDuration(bench.MinRound), bench.FormatDuration(bench.MaxDuration)))
 	rounds := c.intVar("rounds", fmt.Sprintf("rounds `N` per variant; 0: one per %v of --duration", bench.DefaultRound), 0, 0, bench.MaxRounds)
@@ -61,11 +70,16 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.usageError("%v", err)
 	}
 
-	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, *schema, createWalinspect)
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, createWalinspect)
 	if !ok {
 		return code
 	}
 	defer stop()
+	if lf.set {
+		if code, ok := c.checkLayout(ctx, dsn, *schema, lf.layout); !ok {
+			return code
+		}
+	}
 	cfg.DSN = dsn
 	res, err := bench.Run(ctx, cfg)
 	if errors.Is(err, connect.ErrBadDSN) {
@@ -114,4 +128,26 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// checkLayout checks that schema in the database dsn holds sfgen for
+// layout l, when it holds sfgen at all (the caller says what a missing
+// install means). When it does not, it has printed one line naming both
+// layouts and returns exit status 1 with ok false.
+func (c *cli) checkLayout(ctx context.Context, dsn, schema string, l snowflake.Layout) (code int, ok bool) {
+	conn, err := connect.Connect(ctx, dsn)
+	if err != nil {
+		return c.connectError(err), false
+	}
+	defer conn.Close(context.Background())
+	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return conn.QueryRow(ctx, q, args...)
+	}, schema)
+	if err != nil {
+		return c.fail("%s", redactErr(err, dsn)), false
+	}
+	if in.Layout != (snowflake.Layout{}) && in.Layout != l {
+		return c.fail("schema %s was generated for layout %s, not --layout %s", schema, describeLayout(in.Layout), describeLayout(l)), false
+	}
+	return exitOK, true
 }

@@ -66,13 +66,13 @@ func TestJSON(t *testing.T) {
 		{"decompose", "--json", "4194439168"},
 	} {
 		code, out, errOut := sfgen(t, args...)
-		want := `{"id":"4194439168","timestamp_ms":1288834975657,"time":"2010-11-04T01:42:55.657Z","datacenter_id":1,"machine_id":1,"sequence":0}` + "\n"
+		want := `{"id":"4194439168","timestamp_ms":1288834975657,"time":"2010-11-04T01:42:55.657Z","datacenter_id":1,"machine_id":1,"sequence":0,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"
 		if code != 0 || out != want || errOut != "" {
 			t.Errorf("sfgen %v = %d, %q, %q; want 0, %q", args, code, out, errOut, want)
 		}
 	}
 	code, out, _ := sfgen(t, "decompose", "9223372036854775807", "--json")
-	if want := `{"id":"9223372036854775807","timestamp_ms":3487858230208,"time":"2080-07-10T17:30:30.208Z","datacenter_id":31,"machine_id":31,"sequence":4095}` + "\n"; code != 0 || out != want {
+	if want := `{"id":"9223372036854775807","timestamp_ms":3487858230208,"time":"2080-07-10T17:30:30.208Z","datacenter_id":31,"machine_id":31,"sequence":4095,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; code != 0 || out != want {
 		t.Errorf("decompose max = %d, %q", code, out)
 	}
 }

@@ -11,19 +11,27 @@ import (
 )
 
 const composeHelp = `
-sfgen compose [--timestamp MS] [--datacenter N] [--machine N] [--sequence N] [--json]
+sfgen compose [--layout NAME|SPEC] [--timestamp MS] [--datacenter N] [--machine N] [--sequence N] [--json]
 
-Builds one Snowflake ID (Twitter layout) and shows its bits. An omitted
---timestamp means now; omitted --datacenter, --machine and --sequence mean 0.
+Builds one Snowflake ID in the layout (Twitter's unless --layout says
+otherwise) and shows its bits. An omitted --timestamp means now; omitted
+--datacenter, --machine and --sequence mean 0. The ranges of the fields
+are the layout's: 'sfgen compose --layout L --help' shows them.
 
 Examples:
   sfgen compose --timestamp 1288834975657 --datacenter 1 --machine 1 --sequence 0
   sfgen compose --datacenter 3 --json
+  sfgen compose --layout discord --timestamp 1462015105796 --datacenter 1 --sequence 7
+  sfgen compose --layout "epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12" --machine 63
 `
 
 func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("compose", composeHelp, stdout, stderr)
-	l := snowflake.Twitter
+	lf, code, done := c.layoutVar(args)
+	if done {
+		return code
+	}
+	l := lf.layout
 	ts := c.fieldVar(l, snowflake.FieldTimestamp, "Unix time in `MS`", "now")
 	dc := c.fieldVar(l, snowflake.FieldDatacenter, "datacenter `N`", "")
 	m := c.fieldVar(l, snowflake.FieldMachine, "machine (worker) `N`", "")
@@ -51,11 +59,13 @@ type idJSON struct {
 	Datacenter  int64        `json:"datacenter_id"`
 	Machine     int64        `json:"machine_id"`
 	Sequence    int64        `json:"sequence"`
+	// Layout is the layout's spec, which --layout reads back.
+	Layout snowflake.Layout `json:"layout"`
 }
 
-// newIDJSON returns the JSON form of id, whose parts are p.
-func newIDJSON(id snowflake.ID, p snowflake.Parts) idJSON {
-	return idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence}
+// newIDJSON returns the JSON form of id, whose parts in layout l are p.
+func newIDJSON(l snowflake.Layout, id snowflake.ID, p snowflake.Parts) idJSON {
+	return idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence, l}
 }
 
 // timeFormat is RFC 3339 in UTC with exactly three fractional digits.
@@ -67,7 +77,7 @@ func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 		return c.usageError("%v", err)
 	}
 	if asJSON {
-		b, err := json.Marshal(newIDJSON(id, p))
+		b, err := json.Marshal(newIDJSON(l, id, p))
 		if err != nil {
 			return c.fail("%v", err)
 		}

@@ -48,10 +48,11 @@ func (c *cli) requireDB(ctx context.Context, dsnFlag string) (db *sql.DB, dsn st
 // dsnOrThrowaway returns the database named by --dsn or $DATABASE_URL,
 // for a command that can do without one. With neither, it starts a
 // throwaway PostgreSQL from the local server binaries, installs sfgen's
-// migrations into schema with goose, runs prepare (if not nil) on it, and
-// returns its DSN and stop, which removes it. When it cannot, it has
-// printed one line and returns the exit status with ok false.
-func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag, schema string, prepare func(ctx context.Context, dsn, schema string) error) (dsn string, stop func(), code int, ok bool) {
+// migrations for layout l into schema with goose, runs prepare (if not
+// nil) on it, and returns its DSN and stop, which removes it. When it
+// cannot, it has printed one line and returns the exit status with ok
+// false.
+func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag string, l snowflake.Layout, schema string, prepare func(ctx context.Context, dsn, schema string) error) (dsn string, stop func(), code int, ok bool) {
 	if dsn = dsnOrEnv(dsnFlag); dsn != "" {
 		return dsn, func() {}, exitOK, true
 	}
@@ -67,7 +68,7 @@ func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag, schema string, prepar
 		stop()
 		return "", nil, c.connectError(err), false
 	}
-	res, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	res, err := install.Apply(ctx, db, sqlgen.Options{Layout: l, Schema: schema})
 	db.Close()
 	if err == nil && prepare != nil {
 		err = prepare(ctx, dsn, schema)
@@ -101,20 +102,29 @@ func openDB(ctx context.Context, dsn string) (*sql.DB, error) {
 // password (see connect.Redact).
 func redactErr(err error, dsn string) string { return connect.Redact(err, dsn) }
 
-// sqlFlags are the flags that choose what SQL to render: schema and node.
+// sqlFlags are the flags that choose what SQL to render: layout, schema
+// and node.
 type sqlFlags struct {
+	layout *layoutFlag
 	schema *string
 	node   nodeFlags
 }
 
-func (f *sqlFlags) register(c *cli) {
+// register defines --layout, read from args first, then --schema and the
+// node flags in the layout's ranges. On a bad layout it has printed the
+// error and returns the exit status with done set.
+func (f *sqlFlags) register(c *cli, args []string) (code int, done bool) {
+	if f.layout, code, done = c.layoutVar(args); done {
+		return code, done
+	}
 	f.schema = c.schemaVar("install into schema `NAME` (created if missing)")
-	f.node = c.nodeFlags(snowflake.Twitter, "%s `N` that snowflake_next_id() uses until `sfgen node` changes it")
+	f.node = c.nodeFlags(f.layout.layout, "%s `N` that snowflake_next_id() uses until `sfgen node` changes it")
+	return exitOK, false
 }
 
 // options returns the sqlgen options the flags mean.
 func (f *sqlFlags) options() sqlgen.Options {
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: *f.schema}
+	o := sqlgen.Options{Layout: f.layout.layout, Schema: *f.schema}
 	o.Datacenter, o.Machine = f.node.values()
 	return o
 }

@@ -8,19 +8,25 @@ import (
 )
 
 const decomposeHelp = `
-sfgen decompose ID [--json]
+sfgen decompose ID [--layout NAME|SPEC] [--json]
 
-Splits a Snowflake ID (Twitter layout) into its timestamp, datacenter,
-machine and sequence, with its time in UTC and its bits. ID is a decimal
-integer from 0 to 9223372036854775807.
+Splits a Snowflake ID into its timestamp, datacenter, machine and
+sequence in the layout (Twitter's unless --layout says otherwise), with
+its time in UTC and its bits. ID is a decimal integer from 0 to
+9223372036854775807.
 
 Examples:
   sfgen decompose 4194439168
   sfgen decompose 1541815603606036480 --json
+  sfgen decompose --layout discord 175928847299117063 --json
 `
 
 func runDecompose(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("decompose", decomposeHelp, stdout, stderr)
+	lf, lcode, ldone := c.layoutVar(args)
+	if ldone {
+		return lcode
+	}
 	asJSON := c.fs.Bool("json", false, "print one JSON object instead of the breakdown")
 	pos, code, done := c.parse(args)
 	if done {
@@ -37,5 +43,5 @@ func runDecompose(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return printID(c, snowflake.Twitter, id, *asJSON)
+	return printID(c, lf.layout, id, *asJSON)
 }

@@ -296,3 +296,87 @@ func (n nodeFlags) over(datacenter, machine int64) (int64, int64) {
 	}
 	return datacenter, machine
 }
+
+// A layoutFlag is --layout: the ID layout, a preset's name or a spec as
+// snowflake.ParseLayout reads them, snowflake.Twitter when not given.
+type layoutFlag struct {
+	text   string
+	set    bool
+	layout snowflake.Layout
+}
+
+func (f *layoutFlag) String() string {
+	if f == nil || !f.set {
+		return "twitter"
+	}
+	return f.text
+}
+
+func (f *layoutFlag) Set(s string) error {
+	l, err := snowflake.ParseLayout(s)
+	if err != nil {
+		return err
+	}
+	f.text, f.set, f.layout = s, true, l
+	return nil
+}
+
+// layoutUsage is --layout's help.
+var layoutUsage = fmt.Sprintf("ID layout `NAME|SPEC`: %s, or a spec as snowflake_layout() returns it, %q",
+	strings.Join(snowflake.PresetNames(), ", "), snowflake.Twitter.String())
+
+// layoutVar defines --layout and reads its value from args before any
+// other flag is defined, so that the flags defined after it (the node and
+// field flags) take their ranges, in help and in errors, from the layout
+// chosen. A bad value is a usage error, with done set, naming the part of
+// the layout at fault, its value and what is allowed. The last --layout in
+// args counts, as package flag's parse would have it.
+func (c *cli) layoutVar(args []string) (f *layoutFlag, code int, done bool) {
+	f = &layoutFlag{layout: snowflake.Twitter}
+	c.fs.Var(f, "layout", layoutUsage)
+	value, given := "", false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !strings.HasPrefix(a, "-") || name != "layout" {
+			continue
+		}
+		switch {
+		case hasValue:
+			value, given = v, true
+		case i+1 < len(args):
+			i++
+			value, given = args[i], true
+		}
+	}
+	if !given {
+		return f, exitOK, false
+	}
+	if err := f.Set(value); err != nil {
+		return nil, c.usageError("--layout: %v", err), true
+	}
+	return f, exitOK, false
+}
+
+// describeLayout names l for messages: a preset by its name and spec, a
+// custom layout by its spec.
+func describeLayout(l snowflake.Layout) string {
+	if name := layoutArg(l); name != l.String() {
+		return fmt.Sprintf("%s (%s)", name, l)
+	}
+	return l.String()
+}
+
+// layoutArg returns what --layout takes for l: a preset's name, or the
+// spec.
+func layoutArg(l snowflake.Layout) string {
+	for _, name := range snowflake.PresetNames() {
+		if p, _ := snowflake.LayoutByName(name); p == l {
+			return name
+		}
+	}
+	return l.String()
+}

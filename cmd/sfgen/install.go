@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const installHelp = `
-sfgen install [--dsn URL] [--schema NAME] [--datacenter N] [--machine N]
+sfgen install [--dsn URL] [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
 
 Applies sfgen's release line of goose migrations to a database, over pgx,
 and prints what it applied: a new schema gets every release in turn, one
@@ -20,6 +22,12 @@ Running it again applies nothing. The node flags set the node of
 snowflake_next_id() on first install only; use 'sfgen node' to change it
 later.
 
+--layout (Twitter's unless given) is the layout of the IDs the functions
+compose; the database records it (snowflake_layout() returns it), and a
+schema keeps the layout it was installed with. Give each layout its own
+schema: several can live side by side in one database, each with its own
+node and generator state.
+
 It changes nothing and exits 1 when the schema has objects under sfgen's
 names that the connecting role does not own or that sfgen did not create,
 belongs to another role, holds sfgen for another layout, or is at a newer
@@ -29,12 +37,15 @@ installed them) to upgrade.
 Examples:
   sfgen install --dsn postgres://app@localhost:5432/app
   DATABASE_URL=postgres://app@localhost/app sfgen install --schema ids --datacenter 1
+  sfgen install --dsn postgres://app@localhost/app --schema discord --layout discord
 `
 
 func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("install", installHelp, stdout, stderr)
 	var sf sqlFlags
-	sf.register(c)
+	if code, done := sf.register(c, args); done {
+		return code
+	}
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	if code, done := c.parseFlags(args); done {
 		return code
@@ -46,6 +57,15 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	defer db.Close()
 	res, err := install.Apply(ctx, db, o)
+	if errors.Is(err, install.ErrLayoutMismatch) {
+		in, ierr := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+			return db.QueryRowContext(ctx, q, args...)
+		}, o.Schema)
+		if ierr == nil && in.Layout != (snowflake.Layout{}) {
+			return c.fail("schema %s holds sfgen for layout %s, not --layout %s; give --layout %q for this schema, or install into another one",
+				o.Schema, describeLayout(in.Layout), describeLayout(o.Layout), layoutArg(in.Layout))
+		}
+	}
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
 	}

@@ -14,7 +14,7 @@ import (
 )
 
 const migrationHelp = `
-sfgen migration --dir DIR [--sequential] [--schema NAME] [--datacenter N] [--machine N]
+sfgen migration --dir DIR [--sequential] [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
 
 Writes sfgen into your application's goose migrations directory and prints
 the path of the file it wrote.
@@ -26,7 +26,10 @@ release (DIR/<version>_sfgen_release_N.sql), for the schema and layout the
 existing files name in their headers, and never touches them; when they are
 already at the latest release it writes nothing and says "up to date".
 The node flags apply to a first install only (use 'sfgen node' after it),
-and --schema must match the existing files.
+and --schema and --layout must match the existing files. Every file
+names its layout in its "-- Layout:" header line, as snowflake_layout()
+returns it; without --layout a first install is for Twitter's layout, an
+upgrade for the layout of the existing files.
 
 The version is a UTC timestamp (YYYYMMDDhhmmss), or with --sequential the
 next number after the highest version in DIR. The file is written whole or
@@ -35,13 +38,16 @@ not at all and never replaces an existing file.
 Examples:
   sfgen migration --dir db/migrations
   sfgen migration --dir db/migrations --sequential --schema ids --datacenter 1 --machine 4
+  sfgen migration --dir db/migrations --layout discord
   sfgen migration --dir db/migrations && goose -dir db/migrations postgres "$DATABASE_URL" up
 `
 
 func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("migration", migrationHelp, stdout, stderr)
 	var sf sqlFlags
-	sf.register(c)
+	if code, done := sf.register(c, args); done {
+		return code
+	}
 	dir := c.fs.String("dir", "", "goose migrations `DIR` to write into (required)")
 	sequential := c.fs.Bool("sequential", false, "number the migration after the highest version in DIR instead of by time")
 	if code, done := c.parseFlags(args); done {
@@ -78,7 +84,7 @@ func (c *cli) writeUpgrades(dir string, found []migrationdir.Found, sf sqlFlags,
 	last := found[len(found)-1]
 	for _, f := range found {
 		if f.Schema != last.Schema || f.Layout != last.Layout {
-			return c.usageError("%s has sfgen migrations for more than one schema or layout (%s: schema %s, %s: schema %s); keep one install per directory", dir, f.Name, f.Schema, last.Name, last.Schema)
+			return c.usageError("%s has sfgen migrations for more than one schema or layout (%s: schema %s, layout %s; %s: schema %s, layout %s); keep one install per directory", dir, f.Name, f.Schema, f.Layout, last.Name, last.Schema, last.Layout)
 		}
 	}
 	if sf.node.given() {
@@ -90,8 +96,13 @@ func (c *cli) writeUpgrades(dir string, found []migrationdir.Found, sf sqlFlags,
 	if err := pgident.ValidateSchema(last.Schema); err != nil {
 		return c.usageError("%s: %v", last.Name, err)
 	}
-	if last.Layout != snowflake.Twitter.String() {
-		return c.usageError("%s is for layout %s; this sfgen renders %s", last.Name, last.Layout, snowflake.Twitter)
+	l, err := snowflake.ParseLayout(last.Layout)
+	if err != nil {
+		return c.usageError("%s: -- Layout: header: %v", last.Name, err)
+	}
+	if c.flagSet("layout") && sf.layout.layout != l {
+		return c.usageError("--layout %s conflicts with %s's sfgen migrations, which are for layout %s (%s); leave --layout out, or keep another layout's migrations in another directory",
+			describeLayout(sf.layout.layout), dir, describeLayout(l), last.Name)
 	}
 	release := 0
 	for _, f := range found {
@@ -105,7 +116,7 @@ func (c *cli) writeUpgrades(dir string, found []migrationdir.Found, sf sqlFlags,
 		return c.fail("%s installs sfgen release %d, newer than this sfgen's release %d; use a newer sfgen", dir, release, sqlgen.Latest)
 	}
 	o := sf.options()
-	o.Schema = last.Schema
+	o.Schema, o.Layout = last.Schema, l
 	for r := release + 1; r <= sqlgen.Latest; r++ {
 		content, err := sqlgen.Upgrade(o, r)
 		if err != nil {

@@ -24,7 +24,9 @@ Examples:
 func runSQL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("sql", sqlHelp, stdout, stderr)
 	var sf sqlFlags
-	sf.register(c)
+	if code, done := sf.register(c, args); done {
+		return code
+	}
 	if code, done := c.parseFlags(args); done {
 		return code
 	}

@@ -12,12 +12,13 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/verify"
 )
 
 const verifyHelp = `
-sfgen verify [--dsn URL] [--schema NAME] [--count N] [--seed S] [--json]
+sfgen verify [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--count N] [--seed S] [--json]
 
 Checks that PostgreSQL and Go compose the same IDs from the same inputs,
 decompose and date them alike, and reject the same inputs with the same
@@ -29,9 +30,12 @@ checks that they are unique, increasing per connection, carry the
 database's node and are dated inside the run.
 
 With a database (--dsn or $DATABASE_URL) it checks the functions already
-installed there and installs nothing. Without one it starts a throwaway
-PostgreSQL from the local server binaries, installs the migrations with
-goose, checks, and removes it.
+installed there and installs nothing, for the layout the schema records
+(snowflake_layout()); with --layout it first checks that the schema was
+installed for that layout, and fails (exit 1, naming both) if not.
+Without one it starts a throwaway PostgreSQL from the local server
+binaries, installs the migrations with goose for --layout (Twitter's by
+default), checks, and removes it. The report names the layout checked.
 
 Exit status: 0 when both sides agree on every input, 1 on any mismatch or
 when the check cannot run, 2 on bad usage.
@@ -41,6 +45,8 @@ Examples:
   sfgen verify --count 1000000
   sfgen verify --dsn postgres://app@localhost:5432/app --schema ids
   sfgen verify --seed 42 --json
+  sfgen verify --layout discord --count 10000
+  sfgen verify --dsn postgres://app@localhost:5432/app --schema discord --layout discord
 `
 
 // Verify's --count: a billion inputs take about an hour.
@@ -53,20 +59,24 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	c := newCLI("verify", verifyHelp, stdout, stderr)
 	dsnFlag := c.fs.String("dsn", "", dsnThrowawayHelp)
 	schema := c.schemaVar("schema `NAME` that holds the functions")
+	lf, code, done := c.layoutVar(args)
+	if done {
+		return code
+	}
 	count := c.intVar("count", "random inputs to check, `N`", defaultVerifyCount, 0, maxVerifyCount)
 	seed := c.uint64Var("seed", "seed `S` of the random inputs; a report prints the seed that reproduces it", "random")
 	asJSON := c.fs.Bool("json", false, "print the report as one JSON object")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	o := verify.Options{Layout: snowflake.Twitter, Schema: *schema, Count: count.Int(), Seed: seed.Uint64()}
+	o := verify.Options{Layout: lf.layout, Schema: *schema, Count: count.Int(), Seed: seed.Uint64()}
 	if !seed.set {
 		var b [8]byte
 		rand.Read(b[:])
 		o.Seed = binary.LittleEndian.Uint64(b[:])
 	}
 
-	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, *schema, nil)
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, nil)
 	if !ok {
 		return code
 	}
@@ -79,6 +89,19 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer pool.Close()
 	var server string
 	pool.QueryRow(ctx, "SHOW server_version").Scan(&server)
+	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return pool.QueryRow(ctx, q, args...)
+	}, *schema)
+	if err != nil {
+		return c.fail("%s", redactErr(err, dsn))
+	}
+	if in.Layout != (snowflake.Layout{}) { // else verify.Run says what is missing
+		if lf.set && in.Layout != lf.layout {
+			return c.fail("schema %s was generated for layout %s, not --layout %s; leave --layout out to check the layout the schema records",
+				*schema, describeLayout(in.Layout), describeLayout(lf.layout))
+		}
+		o.Layout = in.Layout
+	}
 
 	if useColor(stderr) && o.Count > 0 {
 		bar := newProgressBar(stderr, o.Count)
@@ -118,7 +141,11 @@ func writeVerifyJSON(w io.Writer, r *verify.Report, server string) {
 }
 
 func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
-	fmt.Fprintf(w, "PostgreSQL %s, schema %s, layout %s\n", server, r.Schema, r.Layout)
+	layout := r.Layout
+	if l, err := snowflake.ParseLayout(r.Layout); err == nil {
+		layout = describeLayout(l)
+	}
+	fmt.Fprintf(w, "PostgreSQL %s, schema %s, layout %s\n", server, r.Schema, layout)
 	fmt.Fprintf(w, "fixed vectors  %d checked\n", r.Vectors)
 	fmt.Fprintf(w, "random inputs  %d checked: %d valid, %d rejected (seed %d)\n", r.Checked, r.Valid, r.Rejected, r.Seed)
 	fmt.Fprintf(w, "throughput     %.0f inputs/s (%s)\n", r.PerSecond, r.Elapsed.Round(time.Millisecond))
