@@ -69,24 +69,29 @@ func Discord() Layout { return Layout{snowflake.Discord} }
 
 // NewLayout returns the layout with the given epoch (Unix milliseconds)
 // and field widths in bits, if both this package and sfgen's SQL can
-// represent every ID in it; otherwise it returns a *LayoutError naming
-// the first part, in this order, that they cannot:
+// represent and compute every ID in it; otherwise it returns a
+// *LayoutError naming the first part, in this order, that they cannot:
 //
-//   - timestampBits from 1 to 53: with more, the latest time is after
-//     PostgreSQL's last timestamptz, 294276-12-31T23:59:59.999Z, from any
-//     epoch;
+//   - timestampBits from 1 to 46: with more, the latest time is after
+//     4253-05-31T22:20:37.928Z (Unix millisecond 72057594037928), the
+//     last that the SQL function snowflake_timestamp() returns exactly
+//     (PostgreSQL multiplies an interval in float8), from any epoch;
 //   - datacenterBits, machineBits and sequenceBits from 1 to 31 each: their
 //     largest values reach SQL as integer (int32) arguments;
 //   - the four widths adding up to 63, the bits of a positive bigint;
-//   - epoch from 0 (1970-01-01T00:00:00Z) to the largest value for which
-//     the latest time, epoch + 2^timestampBits - 1, is at most
-//     9224318015999999 (294276-12-31T23:59:59.999Z), and the generator
-//     state that snowflake_next_id() keeps for it, latest << sequenceBits
-//     | (2^sequenceBits - 1), fits an int64.
+//   - sequenceBits at most 16: snowflake_next_id()'s state, the clock's
+//     millisecond << sequenceBits, must fit a bigint for every clock
+//     reading up to 2^47-1 ms (6429-10-17T02:45:55.327Z), so that a clock
+//     past the layout's latest time is an error rather than wrapping
+//     around into a wrong ID;
+//   - epoch from 0 (1970-01-01T00:00:00Z) to 72057594037928 -
+//     (2^timestampBits - 1), so that the latest time, epoch +
+//     2^timestampBits - 1, is at most 4253-05-31T22:20:37.928Z.
 //
-// Every other derived value (shifts, masks, the largest ID) then fits an
-// int64 as well. With Twitter's widths, 41/5/5/12, the epoch may be up to
-// 2249600790429696 (73257-01-04T04:27:09.696Z).
+// Every other derived value (shifts, masks, the largest ID, the
+// generator's state at the latest time) then fits an int64 as well. With
+// Twitter's widths, 41/5/5/12, the epoch may be up to 69858570782377
+// (4183-09-24T06:33:02.377Z).
 func NewLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) (Layout, error) {
 	l, err := snowflake.NewLayout(epoch, timestampBits, datacenterBits, machineBits, sequenceBits)
 	return Layout{l}, err

@@ -67,16 +67,39 @@ const TwitterEpoch int64 = 1288834974657
 const DiscordEpoch int64 = 1420070400000
 
 // PostgresMaxMillis is the last Unix millisecond PostgreSQL's timestamptz
-// can hold, 294276-12-31T23:59:59.999Z: no layout's latest time may be
-// later.
+// can hold, 294276-12-31T23:59:59.999Z. SQLMaxMillis, the limit layouts
+// have, is much earlier.
 const PostgresMaxMillis int64 = 9224318015999999
+
+// SQLMaxMillis is the last Unix millisecond, 4253-05-31T22:20:37.928Z,
+// that sfgen's SQL dates exactly, and so the latest time a layout may
+// have. snowflake_timestamp() computes the epoch plus the ID's
+// milliseconds times INTERVAL '1 millisecond', and PostgreSQL multiplies
+// an interval in float8: ms*1000 microseconds is exact while ms*125 fits
+// 53 bits (up to 2^53/125, about 72057594037927.9) or is even, so up to
+// here; at 72057594037929 the product rounds to 8 µs short, and the time
+// returned is in the millisecond before.
+const SQLMaxMillis int64 = 72057594037928
+
+// StateMaxMillis is the last clock reading, 2^47-1 Unix milliseconds
+// (6429-10-17T02:45:55.327Z), for which snowflake_next_id()'s state, the
+// clock's millisecond << sequence bits, fits a bigint in every layout: the
+// SQL shifts the clock before it checks it against the layout's range,
+// and PostgreSQL's bigint << wraps silently, so that a wrapped clock could
+// land inside the range and make a wrong ID instead of an error. Up to
+// StateMaxMillis, after every layout's latest time (SQLMaxMillis), a clock
+// past the latest time is an error instead.
+const StateMaxMillis int64 = 1<<47 - 1
 
 // The widest fields NewLayout accepts. The datacenter, machine and
 // sequence reach SQL as integer (int32) arguments; a timestamp of more
-// than 53 bits ends after PostgresMaxMillis even from epoch 0.
+// than 46 bits ends after SQLMaxMillis even from epoch 0; and with more
+// than 16 sequence bits, StateMaxMillis << sequence bits overflows a
+// bigint.
 const (
-	maxTimestampBits = 53
+	maxTimestampBits = 46
 	maxNodeBits      = 31
+	maxSequenceBits  = 16
 )
 
 // Twitter is the Twitter layout: epoch 2010-11-04T01:42:54.657Z, 41 bits of
@@ -148,23 +171,29 @@ func newLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequence
 
 // NewLayout returns the layout with the given epoch (Unix milliseconds)
 // and field widths in bits, if the Go composer and sfgen's SQL can both
-// represent every ID in it; otherwise it returns a *LayoutError naming the
-// first part, in this order, that they cannot:
+// represent and compute every ID in it; otherwise it returns a
+// *LayoutError naming the first part, in this order, that they cannot:
 //
-//   - timestampBits from 1 to 53: with more, the latest time is after
-//     PostgreSQL's last timestamptz (294276-12-31T23:59:59.999Z) from any
-//     epoch;
+//   - timestampBits from 1 to 46: with more, the latest time is after
+//     SQLMaxMillis (4253-05-31T22:20:37.928Z), the last millisecond
+//     snowflake_timestamp() returns exactly, from any epoch;
 //   - datacenterBits, machineBits and sequenceBits from 1 to 31 each: their
 //     largest values reach SQL as integer (int32) arguments;
 //   - the four widths adding up to 63, the bits of a positive bigint;
-//   - epoch from 0 (1970-01-01T00:00:00Z) to the largest value for which
-//     the latest time, epoch + 2^timestampBits - 1, is at most
-//     PostgresMaxMillis, and the generator state snowflake_next_id() keeps
-//     for it, latest << sequenceBits | (2^sequenceBits - 1), fits an int64.
+//   - sequenceBits at most 16: snowflake_next_id()'s state, the clock's
+//     millisecond << sequenceBits, must fit a bigint for every clock
+//     reading up to StateMaxMillis, 2^47-1 (6429-10-17T02:45:55.327Z), so
+//     that a clock past the layout's latest time is an error rather than
+//     wrapping around into a wrong ID;
+//   - epoch from 0 (1970-01-01T00:00:00Z) to SQLMaxMillis -
+//     (2^timestampBits - 1), so that the latest time, epoch +
+//     2^timestampBits - 1, is at most SQLMaxMillis.
 //
-// Every other derived value (shifts, masks, the largest ID) then fits an
-// int64 as well. For Twitter's widths, 41/5/5/12, the epoch may be up to
-// 2249600790429696 (73257-01-04T04:27:09.696Z).
+// Every other derived value (shifts, masks, the largest ID, the state at
+// the latest time) then fits an int64 as well, and the SQL computes every
+// ID, part and time of the layout exactly. For Twitter's widths,
+// 41/5/5/12, the epoch may be up to 69858570782377
+// (4183-09-24T06:33:02.377Z).
 func NewLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) (Layout, error) {
 	if err := checkLayout(epoch, int64(timestampBits), int64(datacenterBits), int64(machineBits), int64(sequenceBits)); err != nil {
 		return Layout{}, err
@@ -187,11 +216,16 @@ func checkLayout(epoch, ts, dc, m, seq int64) *LayoutError {
 		return &LayoutError{Part: "widths", Value: strconv.FormatInt(sum, 10), Reason: fmt.Sprintf(
 			"timestamp %d + datacenter %d + machine %d + sequence %d bits; want 63, the bits of a positive bigint", ts, dc, m, seq)}
 	}
-	maxEpoch, why := epochLimit(uint(ts), uint(seq))
+	if seq > maxSequenceBits {
+		return &LayoutError{Part: FieldSequence.String(), Value: strconv.FormatInt(seq, 10), Reason: fmt.Sprintf(
+			"want 1 to %d bits: the generator's state (clock << sequence bits) must fit a bigint up to %s (2^%d-1 ms), after the latest time any layout can have (%s); with %d bits it wraps from %s (2^%d ms)",
+			maxSequenceBits, formatMillis(StateMaxMillis), 63-maxSequenceBits, formatMillis(SQLMaxMillis), seq, formatMillis(int64(1)<<(63-seq)), 63-seq)}
+	}
+	maxEpoch := SQLMaxMillis - (int64(1)<<ts - 1)
 	if epoch < 0 || epoch > maxEpoch {
 		return &LayoutError{Part: "epoch", Value: strconv.FormatInt(epoch, 10), Reason: fmt.Sprintf(
-			"want 0 to %d (Unix milliseconds, %s to %s) with timestamp=%d and sequence=%d: %s",
-			maxEpoch, formatMillis(0), formatMillis(maxEpoch), ts, seq, why)}
+			"want 0 to %d (Unix milliseconds, %s to %s) with timestamp=%d: snowflake_timestamp() is exact up to %s (%d), and a later epoch puts the latest time, epoch + 2^%d-1 ms, after it",
+			maxEpoch, formatMillis(0), formatMillis(maxEpoch), ts, formatMillis(SQLMaxMillis), SQLMaxMillis, ts)}
 	}
 	return nil
 }
@@ -200,7 +234,7 @@ func checkLayout(epoch, ts, dc, m, seq int64) *LayoutError {
 func checkWidth(f Field, bits int64) *LayoutError {
 	hi, why := int64(maxNodeBits), "its largest value, 2^bits-1, must fit the integer (int32) argument sfgen's SQL functions take"
 	if f == FieldTimestamp {
-		hi, why = maxTimestampBits, fmt.Sprintf("from epoch 0, %d bits of milliseconds already end after PostgreSQL's last timestamptz, %s", maxTimestampBits+1, formatMillis(PostgresMaxMillis))
+		hi, why = maxTimestampBits, fmt.Sprintf("snowflake_timestamp() is exact up to %s, and from epoch 0 %d bits of milliseconds already end after it", formatMillis(SQLMaxMillis), maxTimestampBits+1)
 	}
 	if bits >= 1 && bits <= hi {
 		return nil
@@ -209,23 +243,6 @@ func checkWidth(f Field, bits int64) *LayoutError {
 		why = "every field needs at least one bit"
 	}
 	return &LayoutError{Part: f.String(), Value: strconv.FormatInt(bits, 10), Reason: fmt.Sprintf("want 1 to %d bits: %s", hi, why)}
-}
-
-// epochLimit returns the largest epoch a layout with ts timestamp and seq
-// sequence bits can have (ts at most 53, seq at most 31, ts+seq at most
-// 61), and why it is not larger.
-func epochLimit(ts, seq uint) (int64, string) {
-	span := int64(1)<<ts - 1
-	// The latest millisecond whose state, ms << seq | (2^seq - 1), fits.
-	stateLimit := int64(1)<<(63-seq) - 1
-	if stateLimit < PostgresMaxMillis {
-		return stateLimit - span, fmt.Sprintf(
-			"a later epoch puts snowflake_next_id()'s state at the latest time, (epoch + 2^%d-1) << %d | %d, past the int64 range",
-			ts, seq, int64(1)<<seq-1)
-	}
-	return PostgresMaxMillis - span, fmt.Sprintf(
-		"a later epoch puts the latest time, epoch + 2^%d-1 ms, after PostgreSQL's last timestamptz, %s (%d)",
-		ts, formatMillis(PostgresMaxMillis), PostgresMaxMillis)
 }
 
 // specKeys are the keys of a layout spec, in the order String writes them.
