@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -22,8 +23,9 @@ Shows or sets the node (datacenter and machine) that snowflake_next_id()
 puts in every ID it makes in this database. Give each database that makes
 IDs its own node, or their IDs can collide.
 
-Without --datacenter and --machine it prints the current node. With either
-or both it sets them (the one not given keeps its value) and prints the old
+Without --datacenter and --machine it prints the current node, with the
+schema, its sfgen release and the layout it was installed for. With either
+or both it sets them, each within the range of the schema's layout (the one not given keeps its value) and prints the old
 and the new node. Setting takes effect for every session from its next
 transaction on, and needs the privileges of the role that owns sfgen's
 functions (the one that installed them); the node is stored in the
@@ -39,7 +41,15 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("node", nodeHelp, stdout, stderr)
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	schema := c.schemaVar("schema `NAME` that holds sfgen's functions")
-	node := c.nodeFlags(snowflake.Twitter, "set the %s to `N`")
+	// The schema's layout sets the ranges, so they are checked once it is
+	// read; until then, the widest any layout has (and help says so).
+	node := nodeFlags{
+		datacenter: c.intVar(snowflake.FieldDatacenter.String(), "", 0, 0, math.MaxInt32),
+		machine:    c.intVar(snowflake.FieldMachine.String(), "", 0, 0, math.MaxInt32),
+	}
+	for _, fld := range []snowflake.Field{snowflake.FieldDatacenter, snowflake.FieldMachine} {
+		c.fs.Lookup(fld.String()).Usage = fmt.Sprintf("set the %s to `N` (in the range of the schema's layout: 0 to %d in Twitter's and Discord's)", fld, snowflake.Twitter.Max(fld))
+	}
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -70,7 +80,15 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return c.fail("read the release: %s", redactErr(err, dsn))
 	}
-	where := fmt.Sprintf("(schema %s, sfgen release %d)", *schema, release)
+	for _, f := range []struct {
+		fld  snowflake.Field
+		flag *intFlag
+	}{{snowflake.FieldDatacenter, node.datacenter}, {snowflake.FieldMachine, node.machine}} {
+		if lo, hi := in.Layout.Min(f.fld), in.Layout.Max(f.fld); f.flag.set && (f.flag.Int64() < lo || f.flag.Int64() > hi) {
+			return c.usageError("%s in schema %s's layout, %s", snowflake.RangeMessage(f.fld, f.flag.val.String(), lo, hi), *schema, describeLayout(in.Layout))
+		}
+	}
+	where := fmt.Sprintf("(schema %s, sfgen release %d, layout %s)", *schema, release, layoutArg(in.Layout))
 	if release < sqlgen.Latest {
 		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", *schema, release, sqlgen.Latest)
 	}

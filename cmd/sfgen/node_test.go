@@ -38,10 +38,10 @@ func TestNodeShowAndSet(t *testing.T) {
 		args []string
 		want string
 	}{
-		{nil, "datacenter 2, machine 4 (schema " + schema + ", sfgen release 2)\n"},
-		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7 (schema " + schema + ", sfgen release 2)\n"},
-		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31 (schema " + schema + ", sfgen release 2)\n"},
-		{nil, "datacenter 3, machine 31 (schema " + schema + ", sfgen release 2)\n"},
+		{nil, "datacenter 2, machine 4 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
+		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
+		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
+		{nil, "datacenter 3, machine 31 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"node", "--dsn", dsn, "--schema", schema}, tc.args...)...)
 		if code != 0 || out != tc.want || errOut != "" {
@@ -68,7 +68,7 @@ func TestNodeNeedsTheOwner(t *testing.T) {
 	if _, err := conn.Exec(ctx, "GRANT USAGE ON SCHEMA "+schema+" TO "+role); err != nil {
 		t.Fatal(err)
 	}
-	unchanged := "datacenter 0, machine 0 (schema " + schema + ", sfgen release 2)\n"
+	unchanged := "datacenter 0, machine 0 (schema " + schema + ", sfgen release 2, layout twitter)\n"
 	code, out, errOut := sfgen(t, "node", "--dsn", appDSN, "--schema", schema)
 	if code != 0 || out != unchanged || errOut != "" {
 		t.Errorf("a non-owner reading the node: exit %d, %q %q; want 0, %q", code, out, errOut, unchanged)
@@ -107,8 +107,11 @@ func TestNodeErrors(t *testing.T) {
 		code int
 		want []string
 	}{
-		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--datacenter", "32"}, 2, []string{"datacenter", "32", "[0, 31]"}},
-		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--machine", "x"}, 2, []string{"machine", `"x"`, "[0, 31]"}},
+		// Outside every layout's range: refused before connecting (the
+		// schema's layout's range is checked once read; TestLayoutsSideBySide).
+		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--datacenter", "2147483648"}, 2, []string{"datacenter", "2147483648", "[0, 2147483647]"}},
+		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--datacenter", "-1"}, 2, []string{"datacenter", "-1", "[0, 2147483647]"}},
+		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--machine", "x"}, 2, []string{"machine", `"x"`, "[0, 2147483647]"}},
 		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--schema", "Bad-Name"}, 2, []string{"Bad-Name"}},
 		{[]string{"--datacenter", "1"}, 2, []string{"--dsn", "DATABASE_URL"}},
 		{[]string{"extra"}, 2, []string{"extra"}},
@@ -160,7 +163,7 @@ func TestNodeSaysTheRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema)
-	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1)\n" ||
+	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1, layout twitter)\n" ||
 		!strings.Contains(errOut, "is at sfgen release 1, older than this sfgen's release 2") {
 		t.Errorf("node on release 1 = %d, %q, %q", code, out, errOut)
 	}
