@@ -16,13 +16,14 @@ type Vector struct {
 // Vectors returns the fixed inputs for layout l: the worked example
 // (which is only meaningful in the Twitter layout, but is a valid or
 // invalid input in any), the smallest and largest ID, and for every field
-// its minimum, its maximum and one past each.
+// its minimum, its maximum and one past each; for snowflake.Discord also
+// Discord's documented example, 175928847299117063.
 func Vectors(l snowflake.Layout) []Vector {
 	minTS, maxTS := l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp)
 	maxDC := int32(l.Max(snowflake.FieldDatacenter))
 	maxM := int32(l.Max(snowflake.FieldMachine))
 	maxSeq := int32(l.Max(snowflake.FieldSequence))
-	return []Vector{
+	vs := []Vector{
 		{"worked example", Input{1288834975657, 1, 1, 0}},
 		{"smallest id", Input{minTS, 0, 0, 0}},
 		{"largest id", Input{maxTS, maxDC, maxM, maxSeq}},
@@ -46,4 +47,13 @@ func Vectors(l snowflake.Layout) []Vector {
 		{"sequence -1", Input{minTS, 0, 0, -1}},
 		{"every field out of range", Input{minTS - 1, -1, -1, -1}},
 	}
+	if l == snowflake.Discord {
+		vs = append(vs, Vector{"discord's documented example", DiscordExample})
+	}
+	return vs
 }
+
+// DiscordExample is the ID Discord documents, 175928847299117063, as its
+// parts in the Discord layout: 2016-04-30T11:18:25.796Z, worker
+// (datacenter) 1, process (machine) 0, increment (sequence) 7.
+var DiscordExample = Input{1462015105796, 1, 0, 7}
