@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -324,5 +325,22 @@ func TestVerifyThrowawayLayout(t *testing.T) {
 	code, out, errOut := sfgen(t, "verify", "--layout", customSpec, "--count", "2000", "--seed", "3")
 	if code != 0 || !strings.Contains(out, ", layout "+customSpec+"\n") || !strings.Contains(out, "ok: PostgreSQL and Go agree") {
 		t.Errorf("verify --layout custom (throwaway) = %d\n%s\n%s", code, out, errOut)
+	}
+}
+
+// TestWaitPastLayout: next's wait for the millisecond of its last ID to
+// pass reads that millisecond in next's layout (in Twitter's, a Discord ID
+// of now is years in the past, and the wait would end at once).
+func TestWaitPastLayout(t *testing.T) {
+	for _, l := range []snowflake.Layout{snowflake.Twitter, snowflake.Discord} {
+		ms := time.Now().UnixMilli() + 2
+		id, err := l.Compose(ms, 0, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		waitPast(l, id)
+		if now := time.Now().UnixMilli(); now <= ms {
+			t.Errorf("%v: waitPast returned at %d, not past the ID's millisecond %d", l, now, ms)
+		}
 	}
 }
