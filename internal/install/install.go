@@ -61,6 +61,9 @@ var (
 	ErrUntrustedSchema = errors.New("schema owned by another role")
 	// ErrLocked: another session held the install lock for LockWait.
 	ErrLocked = errors.New("another install is running")
+	// ErrBeforeEpoch: the database's clock is before the layout's epoch,
+	// where release 2's snowflake_next_id() would make negative IDs.
+	ErrBeforeEpoch = errors.New("database clock before the layout's epoch")
 )
 
 // sentinels maps the SQLSTATEs the preflight raises to Apply's errors.
@@ -131,6 +134,9 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		return nil, err
 	}
 	defer restore()
+	if err := checkClock(ctx, conn, o.Layout); err != nil {
+		return nil, err
+	}
 	if err := advisoryLock(ctx, conn, applyLockID, LockWait); err != nil {
 		return nil, err
 	}
@@ -402,6 +408,25 @@ func pinSearchPath(ctx context.Context, conn *sql.Conn) (restore func(), err err
 	return func() {
 		conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.set_config('search_path', $1, false)", saved)
 	}, nil
+}
+
+// checkClock refuses a layout whose epoch the database's clock has not
+// reached: release 2's fast path hands out the state unchecked, and before
+// the epoch that state is below the first ID, so the IDs would be
+// negative. (The zero Layout is the default, Twitter's.)
+func checkClock(ctx context.Context, conn *sql.Conn, l snowflake.Layout) error {
+	if l == (snowflake.Layout{}) {
+		l = snowflake.Twitter
+	}
+	var now int64
+	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8").Scan(&now); err != nil {
+		return fmt.Errorf("read the database's clock: %w", err)
+	}
+	if now < l.Epoch() {
+		return fmt.Errorf("%w: the database's clock says %s, before the epoch of layout %s (%s); sfgen's SQL would make negative IDs until then",
+			ErrBeforeEpoch, time.UnixMilli(now).UTC().Format("2006-01-02T15:04:05.000Z"), l, l.MinTime().Format("2006-01-02T15:04:05.000Z"))
+	}
+	return nil
 }
 
 // advisoryLock takes a session-level advisory lock, trying every 50 ms

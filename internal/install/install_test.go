@@ -596,3 +596,35 @@ func TestInsertersNeedNoUsageOnTheSchema(t *testing.T) {
 	}
 	conn.ExecContext(ctx, "RESET ROLE")
 }
+
+// TestApplyRefusesAnEpochToCome: a layout whose epoch the database's
+// clock has not reached is refused before anything is made, since release
+// 2's snowflake_next_id() would hand out negative IDs until the epoch.
+func TestApplyRefusesAnEpochToCome(t *testing.T) {
+	db, schema := database(t)
+	tomorrow := time.Now().Add(24 * time.Hour).UnixMilli()
+	l, err := snowflake.NewLayout(tomorrow, 41, 5, 5, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(context.Background(), db, sqlgen.Options{Schema: schema, Layout: l})
+	if !errors.Is(err, ErrBeforeEpoch) || !strings.Contains(err.Error(), l.String()) {
+		t.Fatalf("Apply with an epoch tomorrow = %v; want ErrBeforeEpoch naming the layout", err)
+	}
+	var exists bool
+	if err := db.QueryRow("SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = $1)", schema).Scan(&exists); err != nil || exists {
+		t.Errorf("a refused Apply created schema %s (%v)", schema, err)
+	}
+	// An hour ago is fine.
+	l, err = snowflake.NewLayout(time.Now().Add(-time.Hour).UnixMilli(), 41, 5, 5, 12)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema, Layout: l}); err != nil {
+		t.Fatalf("Apply with an epoch an hour ago: %v", err)
+	}
+	var id int64
+	if err := db.QueryRow("SELECT " + schema + ".snowflake_next_id()").Scan(&id); err != nil || id < 0 {
+		t.Errorf("snowflake_next_id() = %d, %v; want a positive ID", id, err)
+	}
+}
