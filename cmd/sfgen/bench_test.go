@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
@@ -18,7 +15,7 @@ func TestBenchOnADatabase(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 5, Machine: 6})
 	conn, _ := testSchema(t, dsn)
-	before := relations(t, conn)
+	before := pgtest.Relations(t, conn)
 	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--clients", "2", "--duration", "400ms", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
@@ -43,25 +40,9 @@ func TestBenchOnADatabase(t *testing.T) {
 	if !strings.Contains(errOut, "round 1/") {
 		t.Errorf("no progress on stderr: %q", errOut)
 	}
-	if after := relations(t, conn); !slices.Equal(after, before) {
+	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
 		t.Errorf("relations before bench %v, after it %v; want the scratch tables gone", before, after)
 	}
-}
-
-// relations returns the schema-qualified names of the relations in conn's
-// database outside the system schemas, sorted.
-func relations(t *testing.T, conn *pgx.Conn) []string {
-	t.Helper()
-	rows, _ := conn.Query(context.Background(), `SELECT n.nspname || '.' || c.relname
-		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname <> ALL (ARRAY['pg_catalog', 'information_schema', 'pg_toast'])
-		  AND n.nspname NOT LIKE 'pg\_temp\_%' AND n.nspname NOT LIKE 'pg\_toast\_temp\_%'
-		ORDER BY 1`)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
 }
 
 func TestBenchThrowawayCluster(t *testing.T) {

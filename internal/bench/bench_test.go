@@ -49,7 +49,7 @@ func TestRun(t *testing.T) {
 	if _, err := conn.Exec(ctx, "SELECT pg_catalog.pg_create_physical_replication_slot($1, true, true)", fmt.Sprintf("%sbench_%d", pgtest.Prefix, os.Getpid())); err != nil {
 		t.Logf("no replication slot to keep the rounds' WAL (another test's checkpoint may remove it): %v", err)
 	}
-	before := relations(t, conn)
+	before := pgtest.Relations(t, conn)
 	var progress bytes.Buffer
 	probe := &lagProbe{t: t, conn: conn, schema: "bench_ids", progress: &progress}
 	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2, Progress: probe})
@@ -83,7 +83,7 @@ func TestRun(t *testing.T) {
 	if !strings.Contains(text.String(), "ratio snowflake_next_id/bigserial") {
 		t.Errorf("report:\n%s", text.String())
 	}
-	if after := relations(t, conn); !slices.Equal(after, before) {
+	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
 		t.Errorf("relations before the run %v, after it %v; want the scratch tables gone", before, after)
 	}
 }
@@ -104,13 +104,13 @@ func TestRunCleansUpWhenCancelled(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
 		t.Fatal(err)
 	}
-	before := relations(t, conn)
+	before := pgtest.Relations(t, conn)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var during []string
 	progress := writerFunc(func(b []byte) (int, error) {
 		if strings.HasPrefix(string(b), "warming up") {
-			during = relations(t, conn)
+			during = pgtest.Relations(t, conn)
 			cancel()
 		}
 		return len(b), nil
@@ -122,7 +122,7 @@ func TestRunCleansUpWhenCancelled(t *testing.T) {
 	if len(during) <= len(before) {
 		t.Errorf("relations before the run %v, during it %v; want the scratch tables there", before, during)
 	}
-	if after := relations(t, conn); !slices.Equal(after, before) {
+	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
 		t.Errorf("relations before the run %v, after it %v; want the scratch tables gone", before, after)
 	}
 }
@@ -130,22 +130,6 @@ func TestRunCleansUpWhenCancelled(t *testing.T) {
 type writerFunc func([]byte) (int, error)
 
 func (f writerFunc) Write(b []byte) (int, error) { return f(b) }
-
-// relations returns the schema-qualified names of the relations in conn's
-// database outside the system schemas, sorted.
-func relations(t *testing.T, conn *pgx.Conn) []string {
-	t.Helper()
-	rows, _ := conn.Query(context.Background(), `SELECT n.nspname || '.' || c.relname
-		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname <> ALL (ARRAY['pg_catalog', 'information_schema', 'pg_toast'])
-		  AND n.nspname NOT LIKE 'pg\_temp\_%' AND n.nspname NOT LIKE 'pg\_toast\_temp\_%'
-		ORDER BY 1`)
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return names
-}
 
 // lagProbe is a Config.Progress that, when Run says it is measuring the
 // lag, reads the snowflake_next_id() scratch table itself and works out

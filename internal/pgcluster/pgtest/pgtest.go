@@ -205,6 +205,28 @@ func Server(t testing.TB, opts ...pgcluster.Option) *pgcluster.Cluster {
 	return c
 }
 
+// A Querier runs a query: a *pgx.Conn, a *pgxpool.Pool or a pgx.Tx.
+type Querier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+}
+
+// Relations returns the schema-qualified names of the relations in q's
+// database outside the system and temporary schemas, sorted:
+// compare them before and after to see what a test or a command left.
+func Relations(t testing.TB, q Querier) []string {
+	t.Helper()
+	rows, _ := q.Query(context.Background(), `SELECT n.nspname OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) c.relname
+		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+		WHERE n.nspname OPERATOR(pg_catalog.<>) ALL (ARRAY['pg_catalog', 'information_schema', 'pg_toast'])
+		  AND n.nspname NOT LIKE 'pg\_temp\_%' AND n.nspname NOT LIKE 'pg\_toast\_temp\_%'
+		ORDER BY 1`)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatalf("pgtest: list relations: %v", err)
+	}
+	return names
+}
+
 // uniqueName makes a name, unique on a server that other test processes
 // share, from s: Prefix, the process id, a counter and s lower-cased with
 // anything but letters and digits as '_', at most 63 bytes.
