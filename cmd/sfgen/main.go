@@ -42,6 +42,7 @@ func init() {
 		{"migration", "write the functions as a goose migration into your migrations directory", runMigration},
 		{"install", "apply the migrations to a database with goose", runInstall},
 		{"node", "show or set the node that snowflake_next_id() uses", runNode},
+		{"audit", "check the IDs stored in a table: nodes, future and invalid IDs, skew", runAudit},
 		{"bench", "measure snowflake_next_id() against bigserial on a database", runBench},
 		{"version", "print sfgen's version and the SQL release it installs", runVersion},
 	}

@@ -1,0 +1,146 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/audit"
+)
+
+const auditHelp = `
+sfgen audit --dsn URL --table T [--column id] [--schema S] [--layout L] [--time-column C] [--json]
+
+Checks the Snowflake IDs already stored in a table. One SQL statement reads
+the table once and aggregates it in PostgreSQL (one row per node comes
+back, never one per ID), so it costs about a plain scan of the table.
+
+It reports the rows; each node found (datacenter_id, machine_id, rows,
+first and last time); the IDs dated after the database's now() plus
+--future-tolerance ("future"); the invalid IDs (negative: every layout
+fills the 63 low bits of a bigint, so any non-negative value decodes and a
+negative one decodes to nothing); NULL IDs, counted apart and not an
+anomaly; the earliest and latest time. With --time-column it compares each
+ID's time with that column (ID time minus column time): p50 and p99 of the
+absolute skew, min, max, and the rows beyond --skew-threshold.
+
+The ID column must be bigint, integer or smallint, the time column
+timestamp with or without time zone. Names are matched exactly as given
+(as if quoted: --table Orders is not orders), looked up in pg_catalog and
+always quoted in the SQL.
+
+Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
+reach the database); 2 on bad usage, which includes a table or column that
+does not exist or is of another type. Skew beyond the threshold is
+reported, not an error.
+
+Examples:
+  sfgen audit --dsn postgres://app@localhost/app --table orders
+  sfgen audit --table events --column event_id --schema app --time-column created_at
+  sfgen audit --table users --layout discord --future-tolerance 5s --json
+`
+
+func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := newCLI("audit", auditHelp, stdout, stderr)
+	layout, code, done := c.layoutVar(args)
+	if done {
+		return code
+	}
+	dsnFlag := c.fs.String("dsn", "", dsnHelp)
+	table := c.fs.String("table", "", "the `TABLE` to audit (required)")
+	column := c.fs.String("column", audit.DefaultColumn, "the `COLUMN` that holds the IDs")
+	schema := c.fs.String("schema", audit.DefaultSchema, "the table's `SCHEMA`")
+	timeColumn := c.fs.String("time-column", "", "compare each ID's time with this timestamp `COLUMN`")
+	tolerance := c.fs.Duration("future-tolerance", audit.DefaultFutureTolerance, "an ID dated after the database's now() plus `D` is future")
+	threshold := c.fs.Duration("skew-threshold", audit.DefaultSkewThreshold, "with --time-column, count the rows whose |skew| exceeds `D`")
+	asJSON := c.fs.Bool("json", false, "print the report as JSON")
+	if code, done := c.parseFlags(args); done {
+		return code
+	}
+	if *table == "" {
+		return c.usageError("--table is required; see 'sfgen audit --help'")
+	}
+	if *timeColumn == "" && c.flagSet("skew-threshold") {
+		return c.usageError("--skew-threshold needs --time-column")
+	}
+	o := audit.Options{Schema: *schema, Table: *table, Column: *column, TimeColumn: *timeColumn,
+		Layout: layout.layout, FutureTolerance: *tolerance, SkewThreshold: *threshold}
+	if err := o.Check(); err != nil {
+		return c.usageError("%v", err)
+	}
+	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
+	if !ok {
+		return code
+	}
+	defer db.Close()
+	r, err := audit.Run(ctx, db, o)
+	switch {
+	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrColumnType), errors.Is(err, audit.ErrInvalidName):
+		return c.usageError("%v", err)
+	case err != nil:
+		return c.fail("%s", redactErr(err, dsn))
+	}
+	if *asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(struct {
+			*audit.Report
+			LayoutName string `json:"layout_name"`
+			Clean      bool   `json:"clean"`
+		}{r, layoutArg(layout.layout), r.Clean()}); err != nil {
+			return c.fail("%v", err)
+		}
+	} else {
+		printAudit(stdout, r, layoutArg(layout.layout))
+	}
+	if !r.Clean() {
+		return exitFail
+	}
+	return exitOK
+}
+
+func fmtTime(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z") }
+
+func printAudit(w io.Writer, r *audit.Report, layoutName string) {
+	fmt.Fprintf(w, "table     %s.%s, column %s, layout %s\n", r.Schema, r.Table, r.Column, layoutName)
+	fmt.Fprintf(w, "rows      %d (%d NULL)\n", r.Rows, r.Nulls)
+	if r.MinTime != nil {
+		fmt.Fprintf(w, "time      %s to %s (min and max)\n", fmtTime(*r.MinTime), fmtTime(*r.MaxTime))
+	}
+	fmt.Fprintf(w, "future    %d (dated after %s: the database's now() %s plus %v)\n", r.Future,
+		fmtTime(r.FutureAfter), fmtTime(r.Now), time.Duration(r.FutureToleranceMs)*time.Millisecond)
+	fmt.Fprintf(w, "invalid   %d (negative)\n", r.Invalid)
+	fmt.Fprintf(w, "nodes     %d\n", len(r.Nodes))
+	if len(r.Nodes) > 0 {
+		fmt.Fprintf(w, "  %13s %10s %12s  %-24s  %-24s  %s\n", "datacenter_id", "machine_id", "rows", "first", "last", "future")
+		for _, n := range r.Nodes {
+			fmt.Fprintf(w, "  %13d %10d %12d  %-24s  %-24s  %d\n", n.Datacenter, n.Machine, n.Rows, fmtTime(n.First), fmtTime(n.Last), n.Future)
+		}
+	}
+	if s := r.Skew; s != nil {
+		fmt.Fprintf(w, "skew      ID time - %s: |skew| p50 %s p99 %s max %s; min %s max %s; %d beyond %v; %d with %s NULL\n",
+			s.Column, fmtMs(s.P50AbsMs), fmtMs(s.P99AbsMs), fmtMs(s.MaxAbsMs), fmtMs(s.MinMs), fmtMs(s.MaxMs),
+			s.Beyond, time.Duration(s.ThresholdMs)*time.Millisecond, s.NullTimes, s.Column)
+	}
+	var bad []string
+	if r.Future > 0 {
+		bad = append(bad, fmt.Sprintf("%d future", r.Future))
+	}
+	if r.Invalid > 0 {
+		bad = append(bad, fmt.Sprintf("%d invalid", r.Invalid))
+	}
+	if len(bad) == 0 {
+		fmt.Fprintln(w, "OK: no future or invalid IDs")
+	} else {
+		fmt.Fprintf(w, "FAIL: %s\n", strings.Join(bad, ", "))
+	}
+}
+
+// fmtMs writes v milliseconds to the microsecond, without an exponent.
+func fmtMs(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) + "ms" }
