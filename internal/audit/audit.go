@@ -34,7 +34,8 @@ import (
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
-// Defaults of the Options' durations.
+// Defaults: the schema and column when Options leave them empty, and the
+// CLI's tolerance and threshold.
 const (
 	DefaultFutureTolerance = time.Minute
 	DefaultSkewThreshold   = time.Second
@@ -147,8 +148,11 @@ type Options struct {
 	TimeColumn string // optional: compare each ID's time with this column
 	Layout     snowflake.Layout
 
-	FutureTolerance time.Duration // DefaultFutureTolerance when zero
-	SkewThreshold   time.Duration // DefaultSkewThreshold when zero
+	// FutureTolerance and SkewThreshold are used as given (0 is none),
+	// in whole milliseconds; the CLI's defaults are DefaultFutureTolerance
+	// and DefaultSkewThreshold.
+	FutureTolerance time.Duration
+	SkewThreshold   time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -157,12 +161,6 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Column == "" {
 		o.Column = DefaultColumn
-	}
-	if o.FutureTolerance == 0 {
-		o.FutureTolerance = DefaultFutureTolerance
-	}
-	if o.SkewThreshold == 0 {
-		o.SkewThreshold = DefaultSkewThreshold
 	}
 	return o
 }

@@ -79,7 +79,7 @@ func TestPlantedAnomalies(t *testing.T) {
 				compose(t, l, t0, 1, 2, 0), compose(t, l, t1, 1, 2, 1), compose(t, l, t2, 1, 2, 0),
 				compose(t, l, t1, 3, 5, 7), compose(t, l, tomorrow, 3, 5, 0),
 				int64(-42), nil)
-			r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: l})
+			r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: l, FutureTolerance: audit.DefaultFutureTolerance})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -153,7 +153,7 @@ func TestSkew(t *testing.T) {
 		exec(t, db, "INSERT INTO public.ev VALUES ($1, $2)", compose(t, snowflake.Twitter, base, 0, 1, 0), ms(base).Add(-off))
 	}
 	exec(t, db, "INSERT INTO public.ev VALUES ($1, NULL), (-1, now())", compose(t, snowflake.Twitter, base, 0, 1, 1))
-	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter})
+	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter, SkewThreshold: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
