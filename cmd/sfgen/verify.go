@@ -155,6 +155,16 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 		} else {
 			fmt.Fprintf(w, "generator      %d IDs from %d connections at once: %d duplicates, %d out of order, %d with another node than %d/%d, %d dated outside the run\n",
 				g.IDs, g.Connections, g.Duplicates, g.OutOfOrder, g.WrongNode, g.Datacenter, g.Machine, g.OutsideRun)
+			if g.BelowState > 0 {
+				fmt.Fprintf(w, "               %d IDs not above the highest one issued before the run: IDs issued before can come again\n", g.BelowState)
+			}
+			if g.Ahead > 0 {
+				fmt.Fprintf(w, "               %d IDs ran ahead of the clock, by up to %s, within the generator's state: the clock stepped back or IDs were borrowed from the coming milliseconds (documented, not a failure)\n",
+					g.Ahead, time.Duration(g.AheadMS)*time.Millisecond)
+			}
+			if g.NoState != "" {
+				fmt.Fprintf(w, "               %s: IDs checked against the clock alone\n", g.NoState)
+			}
 			for _, e := range g.Examples {
 				fmt.Fprintf(w, "  %s\n", e)
 			}
@@ -196,7 +206,7 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 		return
 	}
 	if r.Mismatches == 0 {
-		fmt.Fprintln(w, "FAIL: snowflake_next_id() broke a guarantee (above)")
+		fmt.Fprintf(w, "FAIL: snowflake_next_id() broke a guarantee: %s (above)\n", strings.Join(r.Generator.Broken(), ", "))
 		return
 	}
 	fmt.Fprintf(w, "FAIL: PostgreSQL and Go disagree; the first %d:\n", len(r.Examples))

@@ -19,30 +19,79 @@ const maxLagMS = 10
 
 // A GeneratorReport is what CheckGenerator found about snowflake_next_id().
 type GeneratorReport struct {
-	Skipped     string   `json:"skipped,omitempty"` // why the check did not run, if it did not
-	Connections int      `json:"connections"`
-	IDs         int      `json:"ids"`        // IDs drawn in all
-	Datacenter  int64    `json:"datacenter"` // the database's node
-	Machine     int64    `json:"machine"`
-	Duplicates  int      `json:"duplicates"`   // IDs drawn more than once
-	OutOfOrder  int      `json:"out_of_order"` // IDs not above the one before on their connection
-	WrongNode   int      `json:"wrong_node"`   // IDs whose node is not the database's
-	OutsideRun  int      `json:"outside_run"`  // IDs dated outside the run
-	Examples    []string `json:"examples,omitempty"`
+	Skipped     string `json:"skipped,omitempty"` // why the check did not run, if it did not
+	Connections int    `json:"connections"`
+	IDs         int    `json:"ids"`        // IDs drawn in all
+	Datacenter  int64  `json:"datacenter"` // the database's node
+	Machine     int64  `json:"machine"`
+	Duplicates  int    `json:"duplicates"`   // IDs drawn more than once
+	OutOfOrder  int    `json:"out_of_order"` // IDs not above the one before on their connection
+	WrongNode   int    `json:"wrong_node"`   // IDs whose node is not the database's
+	// OutsideRun counts IDs dated where neither the clock nor the
+	// generator's state puts them: more than maxLagMS behind the clock at
+	// the start, or ahead of the clock at the end and of the state too.
+	OutsideRun int `json:"outside_run"`
+	// BelowState counts IDs not above the state (the highest ID issued)
+	// read before the run: IDs issued before could come again, as they do
+	// from a generator that follows a clock stepped back.
+	BelowState int `json:"below_state"`
+	// Ahead counts IDs dated after the run by the database's clock but
+	// within the state (the clock stepped back, or IDs were borrowed from
+	// the coming milliseconds): documented, not a failure. AheadMS is how
+	// far the latest of them is ahead of the clock at the end of the run.
+	Ahead    int      `json:"ahead"`
+	AheadMS  int64    `json:"ahead_ms"`
+	Examples []string `json:"examples,omitempty"`
+	// NoState says why the state was not read, if it was not (a schema
+	// without snowflake_state, or a role that may not read it): the IDs
+	// are then checked against the clock alone, with the milliseconds
+	// that borrowing for the IDs drawn could add.
+	NoState string `json:"no_state,omitempty"`
 }
 
-// OK reports whether the generator passed (or was skipped).
+// OK reports whether the generator passed (or was skipped). IDs ahead of
+// the clock but within the state (Ahead) pass.
 func (g *GeneratorReport) OK() bool {
-	return g.Duplicates+g.OutOfOrder+g.WrongNode+g.OutsideRun == 0
+	return len(g.Broken()) == 0
+}
+
+// Broken names the guarantees the generator broke, in the order the
+// report lists them: "duplicates", "out of order", "wrong node", "below
+// the state", "dated outside the run".
+func (g *GeneratorReport) Broken() []string {
+	var out []string
+	for _, b := range []struct {
+		n    int
+		name string
+	}{
+		{g.Duplicates, "duplicates"},
+		{g.OutOfOrder, "out of order"},
+		{g.WrongNode, "wrong node"},
+		{g.BelowState, "below the state"},
+		{g.OutsideRun, "dated outside the run"},
+	} {
+		if b.n > 0 {
+			out = append(out, b.name)
+		}
+	}
+	return out
 }
 
 // CheckGenerator draws perConn IDs from snowflake_next_id() on each of
 // conns connections at once and checks, in Go, that they are unique,
 // increasing on each connection, carry the node snowflake_node() reports,
-// and decode to times inside the run by the database's clock (no more than
-// maxLagMS behind its start, and no later than its end plus the
-// milliseconds that borrowing could add). A schema without
-// snowflake_next_id() (installed by an older sfgen) is skipped, not failed.
+// are above the generator's state (snowflake_state: the highest ID issued,
+// as (unix_ms << sequence bits) | sequence) read before the run, and are
+// dated no more than maxLagMS behind the database's clock at its start.
+// IDs dated after the run's end are fine as long as they are within the
+// state read after it: snowflake_next_id() carries on from the highest ID
+// issued when the clock steps back, and borrows the coming milliseconds
+// past the last sequence number; they are counted in Ahead, with how far
+// ahead in AheadMS. Beyond the state, they are dated outside the run.
+// Without a readable state, the clock alone bounds them, with the
+// milliseconds borrowing for the IDs drawn could add. A schema without
+// snowflake_next_id() (installed by an older sfgen) is skipped, not
+// failed.
 func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
 	rep := &GeneratorReport{Connections: conns}
 	var installed bool
@@ -56,6 +105,29 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	}
 	if err := pool.QueryRow(ctx, "SELECT datacenter_id, machine_id FROM "+schema+".snowflake_node()").Scan(&rep.Datacenter, &rep.Machine); err != nil {
 		return nil, fmt.Errorf("read the node: %w", err)
+	}
+	state := func() (int64, error) { return -1, nil }
+	var readable bool
+	if err := pool.QueryRow(ctx, `SELECT COALESCE((SELECT pg_catalog.has_sequence_privilege(c.oid, 'SELECT,USAGE')
+		FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND c.relkind OPERATOR(pg_catalog.=) 'S'), false)`,
+		schema+".snowflake_state").Scan(&readable); err != nil {
+		return nil, fmt.Errorf("look up snowflake_state: %w", err)
+	}
+	if readable {
+		state = func() (int64, error) {
+			var v int64
+			err := pool.QueryRow(ctx, "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), -1)", schema+".snowflake_state").Scan(&v)
+			if err != nil {
+				return 0, fmt.Errorf("read snowflake_state: %w", err)
+			}
+			return v, nil
+		}
+	} else {
+		rep.NoState = "snowflake_state is missing or not readable by this role"
+	}
+	before, err := state()
+	if err != nil {
+		return nil, err
 	}
 	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint"
 	var start, end int64
@@ -87,13 +159,18 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	if err := pool.QueryRow(ctx, nowMS).Scan(&end); err != nil {
 		return nil, err
 	}
+	after, err := state()
+	if err != nil {
+		return nil, err
+	}
 
 	example := func(format string, args ...any) {
 		if len(rep.Examples) < keep {
 			rep.Examples = append(rep.Examples, fmt.Sprintf(format, args...))
 		}
 	}
-	perMS := int64(1) << l.Bits(snowflake.FieldSequence)
+	seqBits := l.Bits(snowflake.FieldSequence)
+	perMS := int64(1) << seqBits
 	var all []int64
 	for c, ids := range streams {
 		rep.IDs += len(ids)
@@ -105,7 +182,11 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 			}
 		}
 	}
-	latest := end + (int64(rep.IDs)+perMS-1)/perMS
+	// The clock may have stepped back during the run: the start bounds it
+	// too. IDs after it need the state after the run (or, without it,
+	// borrowing for the IDs drawn) to account for them.
+	clock := max(start, end)
+	borrowed := clock + (int64(rep.IDs)+perMS-1)/perMS
 	for _, id := range all {
 		p, err := l.Decompose(snowflake.ID(id))
 		if err != nil {
@@ -117,9 +198,21 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 			rep.WrongNode++
 			example("%d: node %d/%d, database's node is %d/%d", id, p.Datacenter, p.Machine, rep.Datacenter, rep.Machine)
 		}
-		if p.Timestamp < earliest || p.Timestamp > latest {
+		at := p.Timestamp<<seqBits | p.Sequence // the state that made it
+		switch {
+		case rep.NoState == "" && at <= before:
+			rep.BelowState++
+			example("%d: not above the state before the run, %d (%s, sequence %d): IDs issued before can come again", id, before, snowflakeTime(before>>seqBits), before&(perMS-1))
+		case p.Timestamp < earliest:
 			rep.OutsideRun++
-			example("%d: dated %s, run was %s to %s (database clock)", id, p.Time().Format(timeFormat), snowflakeTime(start), snowflakeTime(end))
+			example("%d: dated %s, more than %d ms before the run, %s to %s (database clock)", id, p.Time().Format(timeFormat), maxLagMS, snowflakeTime(start), snowflakeTime(end))
+		case p.Timestamp <= clock:
+		case rep.NoState == "" && at <= after, rep.NoState != "" && p.Timestamp <= borrowed:
+			rep.Ahead++
+			rep.AheadMS = max(rep.AheadMS, p.Timestamp-clock)
+		default:
+			rep.OutsideRun++
+			example("%d: dated %s, after the run, %s to %s (database clock), and beyond %s", id, p.Time().Format(timeFormat), snowflakeTime(start), snowflakeTime(end), beyond(rep.NoState == "", after, seqBits))
 		}
 	}
 	slices.Sort(all)
@@ -130,6 +223,15 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 		}
 	}
 	return rep, nil
+}
+
+// beyond says what bounds IDs dated after the run: the state after it,
+// or the milliseconds borrowing could add.
+func beyond(haveState bool, after int64, seqBits uint) string {
+	if haveState {
+		return fmt.Sprintf("the state after it, %d (%s, sequence %d)", after, snowflakeTime(after>>seqBits), after&(int64(1)<<seqBits-1))
+	}
+	return "the milliseconds borrowing the IDs drawn could add"
 }
 
 func snowflakeTime(ms int64) string {
