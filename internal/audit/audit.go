@@ -238,37 +238,53 @@ type Report struct {
 // Clean reports whether the table has no future and no invalid IDs.
 func (r *Report) Clean() bool { return r.Future == 0 && r.Invalid == 0 }
 
-// Query returns the audit statement for o (with defaults applied) and
-// whether the ID column needs a cast. Its one parameter, $1, is the
-// tolerance in milliseconds (int8). It returns the columns: dc, m, g
-// (GROUPING: 0 for a node or the NULL/invalid group, 3 for the total),
-// rows, nulls, invalid, future, min_ms, max_ms, now_ms, and with a time
-// column skew_p50, skew_p99, skew_min, skew_max, skew_maxabs, beyond,
-// null_times. The threshold of the skew is a literal from o.
+// Query returns the audit statement for o (with defaults applied). Its one
+// parameter, $1, is the future tolerance in milliseconds (int8).
+//
+// Each row is one group: g is 0 for a group of the node key (node NULL
+// for the NULL and negative IDs, else the datacenter and machine bits,
+// (id >> sequence bits) & (2^(datacenter+machine bits)-1)), and with a time
+// column 1 for the whole table. Its columns are node, g, rows, nulls,
+// invalid, future, min_id, max_id, now_ms, and with a time column
+// skew_p50, skew_p99, skew_min, skew_max, skew_maxabs, beyond and
+// null_times (the skew in milliseconds, ID time minus column time).
+//
+// The cost is one sequential scan with, per row, the node key (a CASE, a
+// shift and a mask) and a few FILTERed counts: min and max of the ID are
+// its min and max time within a node, and "future" compares the ID with
+// the first ID after the cut-off, worked out once. Without a time column
+// the grouping is by the node key alone, for a hash aggregate; with one,
+// percentile_cont (an ordered-set aggregate, which PostgreSQL computes by
+// sorting) and GROUPING SETS give each node's skew and the table's.
 func Query(o Options) string {
 	o = o.withDefaults()
 	l := o.Layout
 	op := func(s string) string { return " OPERATOR(pg_catalog." + s + ") " }
 	i8 := func(n int64) string { return fmt.Sprintf("%d::pg_catalog.int8", n) }
 	tsShift := l.Shift(snowflake.FieldTimestamp)
-	dcShift := l.Shift(snowflake.FieldDatacenter)
-	mShift := l.Shift(snowflake.FieldMachine)
-	dcMask := l.Max(snowflake.FieldDatacenter)
-	mMask := l.Max(snowflake.FieldMachine)
-	valid := "CASE WHEN s.v" + op(">=") + "0 THEN "
+	nodeMask := int64(1)<<(l.Bits(snowflake.FieldDatacenter)+l.Bits(snowflake.FieldMachine)) - 1
+	maxDelta := int64(1)<<l.Bits(snowflake.FieldTimestamp) - 1
+	lowMask := int64(1)<<tsShift - 1
 
-	src := "x." + pgident.Quote(o.Column) + "::pg_catalog.int8 AS v"
-	if o.TimeColumn != "" {
-		src += ", x." + pgident.Quote(o.TimeColumn) + " AS t"
-	}
-	var b strings.Builder
 	nowMs := "(SELECT pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now())" + op("*") + "1000::pg_catalog.float8)::pg_catalog.int8)"
-	fmt.Fprintf(&b, "SELECT d.dc, d.m, GROUPING(d.dc, d.m) AS g,\n")
-	fmt.Fprintf(&b, "  pg_catalog.count(*) AS rows,\n")
-	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v IS NULL) AS nulls,\n")
+	// The last ID dated at most now + tolerance: its offset from the epoch
+	// clamped to the layout's (-1 << shift | low bits is -1: every ID is
+	// after it; the largest offset gives the largest ID: none is).
+	cutoff := fmt.Sprintf("(SELECT (LEAST(GREATEST(%s%s$1::pg_catalog.int8%s%s, '-1'::pg_catalog.int8), %s)%s%d)%s%s)",
+		nowMs, op("+"), op("-"), i8(l.Epoch()), i8(maxDelta), op("<<"), tsShift, op("|"), i8(lowMask))
+
+	var b strings.Builder
+	b.WriteString("SELECT d.node, ")
+	if o.TimeColumn != "" {
+		b.WriteString("GROUPING(d.node)")
+	} else {
+		b.WriteString("0")
+	}
+	b.WriteString(" AS g,\n  pg_catalog.count(*) AS rows,\n")
+	b.WriteString("  pg_catalog.count(*) FILTER (WHERE d.v IS NULL) AS nulls,\n")
 	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s0) AS invalid,\n", op("<"))
-	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.ms%s(SELECT %s%s$1::pg_catalog.int8)) AS future,\n", op(">"), nowMs, op("+"))
-	fmt.Fprintf(&b, "  pg_catalog.min(d.ms) AS min_ms, pg_catalog.max(d.ms) AS max_ms,\n")
+	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s%s) AS future,\n", op(">"), cutoff)
+	fmt.Fprintf(&b, "  pg_catalog.min(d.v) FILTER (WHERE d.v%s0) AS min_id, pg_catalog.max(d.v) AS max_id,\n", op(">="))
 	fmt.Fprintf(&b, "  %s AS now_ms", nowMs)
 	if o.TimeColumn != "" {
 		abs := "pg_catalog.abs(d.skew)"
@@ -276,95 +292,135 @@ func Query(o Options) string {
 		fmt.Fprintf(&b, "  pg_catalog.percentile_cont(0.99::pg_catalog.float8) WITHIN GROUP (ORDER BY %s) AS skew_p99,\n", abs)
 		fmt.Fprintf(&b, "  pg_catalog.min(d.skew) AS skew_min, pg_catalog.max(d.skew) AS skew_max, pg_catalog.max(%s) AS skew_maxabs,\n", abs)
 		fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE %s%s%d::pg_catalog.float8) AS beyond,\n", abs, op(">"), o.SkewThreshold.Milliseconds())
-		fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.ms IS NOT NULL AND d.t IS NULL) AS null_times")
+		fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s0 AND d.t IS NULL) AS null_times", op(">="))
 	}
-	fmt.Fprintf(&b, "\nFROM (SELECT s.v,\n")
-	fmt.Fprintf(&b, "    %s(s.v%s%d)%s%s END AS ms,\n", valid, op(">>"), tsShift, op("+"), i8(l.Epoch()))
-	fmt.Fprintf(&b, "    %s(s.v%s%d)%s%s END AS dc,\n", valid, op(">>"), dcShift, op("&"), i8(dcMask))
-	fmt.Fprintf(&b, "    %s(s.v%s%d)%s%s END AS m", valid, op(">>"), mShift, op("&"), i8(mMask))
+	valid := "CASE WHEN x.v" + op(">=") + "0 THEN "
+	fmt.Fprintf(&b, "\nFROM (SELECT x.v,\n    %s(x.v%s%d)%s%s END AS node", valid, op(">>"), l.Bits(snowflake.FieldSequence), op("&"), i8(nodeMask))
+	src := "r." + pgident.Quote(o.Column) + "::pg_catalog.int8 AS v"
 	if o.TimeColumn != "" {
-		fmt.Fprintf(&b, ",\n    s.t,\n    %s((s.v%s%d)%s%s)::pg_catalog.float8%s(pg_catalog.date_part('epoch'::pg_catalog.text, s.t)%s1000::pg_catalog.float8) END AS skew",
+		src += ", r." + pgident.Quote(o.TimeColumn) + " AS t"
+		fmt.Fprintf(&b, ",\n    x.t,\n    %s((x.v%s%d)%s%s)::pg_catalog.float8%s(pg_catalog.date_part('epoch'::pg_catalog.text, x.t)%s1000::pg_catalog.float8) END AS skew",
 			valid, op(">>"), tsShift, op("+"), i8(l.Epoch()), op("-"), op("*"))
 	}
-	fmt.Fprintf(&b, "\n  FROM (SELECT %s FROM %s.%s AS x) AS s) AS d\n", src, pgident.Quote(o.Schema), pgident.Quote(o.Table))
-	fmt.Fprintf(&b, "GROUP BY GROUPING SETS ((d.dc, d.m), ())")
+	fmt.Fprintf(&b, "\n  FROM (SELECT %s FROM %s.%s AS r) AS x) AS d\n", src, pgident.Quote(o.Schema), pgident.Quote(o.Table))
+	if o.TimeColumn != "" {
+		b.WriteString("GROUP BY GROUPING SETS ((d.node), ())")
+	} else {
+		b.WriteString("GROUP BY d.node")
+	}
 	return b.String()
 }
 
-// A Querier runs a query: *sql.DB, *sql.Conn and *sql.Tx are ones.
+// A Querier is what Run reads through: *sql.DB and *sql.Conn are ones.
 type Querier interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	BeginTx(ctx context.Context, opts *sql.TxOptions) (*sql.Tx, error)
 }
 
-// Run audits the table o names. It first checks the names and looks the
-// table and columns up in pg_catalog (a *NotFoundError or
-// *ColumnTypeError when they are missing or of another type), then runs
-// Query once.
+// Run audits the table o names, in one read-only transaction. It first
+// checks the names and looks the table and columns up in pg_catalog (a
+// *NotFoundError or *ColumnTypeError when they are missing or of another
+// type), then runs Query once, with enable_sort off for the transaction so
+// that the planner, which cannot know how few nodes there are and guesses
+// one group per row, still aggregates by hash.
 func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
-	if err := checkColumn(ctx, db, o, o.Column, "column", idTypes); err != nil {
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	if err := checkColumn(ctx, tx, o, o.Column, "column", idTypes); err != nil {
 		return nil, err
 	}
 	if o.TimeColumn != "" {
-		if err := checkColumn(ctx, db, o, o.TimeColumn, "time column", timeTypes); err != nil {
+		if err := checkColumn(ctx, tx, o, o.TimeColumn, "time column", timeTypes); err != nil {
 			return nil, err
 		}
 	}
-	rows, err := db.QueryContext(ctx, Query(o), o.FutureTolerance.Milliseconds())
+	if o.TimeColumn == "" {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
+			return nil, err
+		}
+	}
+	r, err := scan(ctx, tx, o)
 	if err != nil {
 		return nil, fmt.Errorf("audit %s.%s: %w", o.Schema, o.Table, err)
 	}
+	return r, tx.Commit()
+}
+
+func scan(ctx context.Context, tx *sql.Tx, o Options) (*Report, error) {
+	rows, err := tx.QueryContext(ctx, Query(o), o.FutureTolerance.Milliseconds())
+	if err != nil {
+		return nil, err
+	}
 	defer rows.Close()
-	r := &Report{Schema: o.Schema, Table: o.Table, Column: o.Column, Layout: o.Layout.String(),
+	l := o.Layout
+	r := &Report{Schema: o.Schema, Table: o.Table, Column: o.Column, Layout: l.String(),
 		FutureToleranceMs: o.FutureTolerance.Milliseconds(), Nodes: []Node{}}
+	mBits := l.Bits(snowflake.FieldMachine)
+	var minID, maxID sql.NullInt64
+	var nowMs int64
 	for rows.Next() {
 		var (
-			dc, m, minMs, maxMs                 sql.NullInt64
-			g, n, nulls, invalid, future, nowMs int64
-			p50, p99, smin, smax, smaxabs       sql.NullFloat64
-			beyond, nullTimes                   int64
+			node, lo, hi                  sql.NullInt64
+			g, n, nulls, invalid, future  int64
+			p50, p99, smin, smax, smaxabs sql.NullFloat64
+			beyond, nullTimes             int64
 		)
-		dest := []any{&dc, &m, &g, &n, &nulls, &invalid, &future, &minMs, &maxMs, &nowMs}
+		dest := []any{&node, &g, &n, &nulls, &invalid, &future, &lo, &hi, &nowMs}
 		if o.TimeColumn != "" {
 			dest = append(dest, &p50, &p99, &smin, &smax, &smaxabs, &beyond, &nullTimes)
 		}
 		if err := rows.Scan(dest...); err != nil {
-			return nil, fmt.Errorf("audit %s.%s: %w", o.Schema, o.Table, err)
+			return nil, err
 		}
 		var skew *Skew
 		if o.TimeColumn != "" {
 			skew = &Skew{ThresholdMs: o.SkewThreshold.Milliseconds(), P50AbsMs: p50.Float64, P99AbsMs: p99.Float64,
 				MinMs: smin.Float64, MaxMs: smax.Float64, MaxAbsMs: smaxabs.Float64, Beyond: beyond, NullTimes: nullTimes}
 		}
-		switch {
-		case g != 0: // the total
-			r.Now = time.UnixMilli(nowMs).UTC()
-			r.FutureAfter = r.Now.Add(time.Duration(r.FutureToleranceMs) * time.Millisecond)
-			r.Rows, r.Nulls, r.Invalid, r.Future = n, nulls, invalid, future
-			if minMs.Valid {
-				lo, hi := time.UnixMilli(minMs.Int64).UTC(), time.UnixMilli(maxMs.Int64).UTC()
-				r.MinTime, r.MaxTime = &lo, &hi
-			}
-			if skew != nil {
-				skew.Column = o.TimeColumn
-				r.Skew = skew
-			}
-		case dc.Valid:
-			r.Nodes = append(r.Nodes, Node{Datacenter: dc.Int64, Machine: m.Int64, Rows: n,
-				First: time.UnixMilli(minMs.Int64).UTC(), Last: time.UnixMilli(maxMs.Int64).UTC(), Future: future, Skew: skew})
+		if g != 0 { // the whole table, with a time column: its skew
+			skew.Column = o.TimeColumn
+			r.Skew = skew
+			continue
 		}
-		// The group with a NULL node holds the NULL and negative IDs,
-		// which the total counts.
+		r.Rows += n
+		r.Nulls += nulls
+		r.Invalid += invalid
+		r.Future += future
+		if !node.Valid { // the NULL and negative IDs
+			continue
+		}
+		if !minID.Valid || lo.Int64 < minID.Int64 {
+			minID = lo
+		}
+		if !maxID.Valid || hi.Int64 > maxID.Int64 {
+			maxID = hi
+		}
+		r.Nodes = append(r.Nodes, Node{Datacenter: node.Int64 >> mBits, Machine: node.Int64 & (1<<mBits - 1), Rows: n,
+			First: idTime(l, lo.Int64), Last: idTime(l, hi.Int64), Future: future, Skew: skew})
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("audit %s.%s: %w", o.Schema, o.Table, err)
+		return nil, err
+	}
+	r.Now = time.UnixMilli(nowMs).UTC()
+	r.FutureAfter = r.Now.Add(time.Duration(r.FutureToleranceMs) * time.Millisecond)
+	if minID.Valid {
+		lo, hi := idTime(l, minID.Int64), idTime(l, maxID.Int64)
+		r.MinTime, r.MaxTime = &lo, &hi
 	}
 	sortNodes(r.Nodes)
 	return r, nil
+}
+
+// idTime is the time of id, non-negative, in l.
+func idTime(l snowflake.Layout, id int64) time.Time {
+	p, _ := l.Decompose(snowflake.ID(id))
+	return p.Time()
 }
 
 func sortNodes(ns []Node) {
@@ -384,7 +440,7 @@ func less(a, b Node) bool {
 
 // checkColumn looks column up in o's table with bound parameters, and
 // checks its type is one of allowed.
-func checkColumn(ctx context.Context, db Querier, o Options, column, kind string, allowed []string) error {
+func checkColumn(ctx context.Context, db *sql.Tx, o Options, column, kind string, allowed []string) error {
 	var typ sql.NullString
 	var table bool
 	err := db.QueryRowContext(ctx, `SELECT true, (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)

@@ -324,3 +324,32 @@ func TestValidateName(t *testing.T) {
 		}
 	}
 }
+
+// TestFutureCutoffClamped: in a layout whose epoch is after now every ID is
+// future; in one whose latest time is long past none is (the cut-off's
+// offset is clamped to the layout's, not shifted past the bigint).
+func TestFutureCutoffClamped(t *testing.T) {
+	later, err := snowflake.ParseLayout("epoch=4102444800000 timestamp=41 datacenter=5 machine=5 sequence=12") // 2100-01-01
+	if err != nil {
+		t.Fatal(err)
+	}
+	past, err := snowflake.ParseLayout("epoch=0 timestamp=30 datacenter=10 machine=11 sequence=12") // ends 1970-01-13
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		l    snowflake.Layout
+		want int64
+	}{{later, 3}, {past, 0}} {
+		db := open(t)
+		exec(t, db, "CREATE TABLE public.ids (id bigint)")
+		insert(t, db, "ids", compose(t, c.l, c.l.MinTime(), 0, 0, 0), compose(t, c.l, c.l.MinTime().Add(time.Hour), 1, 1, 1), compose(t, c.l, c.l.MaxTime(), 1, 1, 0))
+		r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: c.l, FutureTolerance: time.Minute})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Future != c.want || r.Rows != 3 || !r.MaxTime.Equal(c.l.MaxTime()) {
+			t.Errorf("%v: future %d rows %d max %v; want %d 3 %v", c.l, r.Future, r.Rows, r.MaxTime, c.want, c.l.MaxTime())
+		}
+	}
+}
