@@ -170,21 +170,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if progress == nil {
 		progress = io.Discard
 	}
-
-	// search_path is pinned to pg_catalog, pg_temp (see package connect),
-	// so the built-ins below resolve nowhere else whether qualified or not
-	// (operators and types included); pg_walinspect's functions are
-	// qualified with its schema.
-	pcfg, err := connect.PoolConfig(cfg.DSN)
+	pool, err := openPool(ctx, cfg)
 	if err != nil {
 		return nil, err
-	}
-	pcfg.MaxConns = int32(cfg.Clients + 1)
-	pcfg.MinConns = 0
-	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = cfg.SynchronousCommit
-	pool, err := connect.NewPool(ctx, pcfg, cfg.DSN)
-	if err != nil {
-		return nil, fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
 
@@ -202,29 +190,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first): %w", cfg.Schema, err)
 	}
 
-	suffix := make([]byte, 4)
-	rand.Read(suffix)
-	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
-	tables := [2]string{schema + "." + pgident.Quote(base+"_bigserial"), schema + "." + pgident.Quote(base+"_snowflake")}
-	defer func() {
-		// The caller's context may be what ended the run.
-		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		for _, t := range tables {
-			pool.Exec(cctx, "DROP TABLE IF EXISTS "+t)
-		}
-	}()
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[0]+` (
-			id bigserial PRIMARY KEY,
-			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-			client integer NOT NULL)`); err != nil {
-		return nil, fmt.Errorf("create scratch table: %w", err)
-	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[1]+` (
-			id bigint PRIMARY KEY DEFAULT `+schema+`.snowflake_next_id(),
-			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-			client integer NOT NULL)`); err != nil {
-		return nil, fmt.Errorf("create scratch table: %w", err)
+	tables, drop, err := createScratchTables(ctx, pool, schema)
+	defer drop()
+	if err != nil {
+		return nil, err
 	}
 	walinspect := walinspectSchema(ctx, pool)
 
@@ -249,41 +218,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 			return nil, err
 		}
 	}
-
-	round := cfg.Duration / time.Duration(cfg.Rounds)
-	var spans [2][][2]string // each variant's rounds, as WAL start and end
-	for r := range cfg.Rounds {
-		order := [2]int{0, 1}
-		if r%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		for _, v := range order {
-			start, err := walLSN(ctx, pool)
-			if err != nil {
-				return nil, err
-			}
-			t0 := time.Now()
-			n, err := insertFor(ctx, conns, inserts[v], round)
-			el := time.Since(t0).Seconds()
-			if err != nil {
-				return nil, err
-			}
-			end, err := walLSN(ctx, pool)
-			if err != nil {
-				return nil, err
-			}
-			var wal int64
-			if err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint", start, end).Scan(&wal); err != nil {
-				return nil, err
-			}
-			vr := variants[v]
-			vr.Rows += n
-			vr.Seconds += el
-			vr.WALBytes += wal
-			vr.RoundTPS = append(vr.RoundTPS, float64(n)/el)
-			spans[v] = append(spans[v], [2]string{start, end})
-			fmt.Fprintf(progress, "round %d/%d %-17s %9.0f tps  %6.1f B WAL/row\n", r+1, cfg.Rounds, vr.Name, float64(n)/el, float64(wal)/float64(n))
-		}
+	spans, err := runRounds(ctx, pool, conns, inserts, variants, cfg, progress)
+	if err != nil {
+		return nil, err
 	}
 	if walinspect != "" {
 		if err := sequenceWALs(ctx, pool, walinspect, variants, spans); err != nil {
@@ -300,15 +237,120 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 
 	fmt.Fprintf(progress, "measuring the lag\n")
-	err = pool.QueryRow(ctx, `
+	if res.Lag, err = measureLag(ctx, pool, schema, tables[1]); err != nil {
+		return nil, err
+	}
+	return res, nil
+}
+
+// openPool opens the pool Run uses: one connection a client and one for
+// itself, with the synchronous_commit cfg asks for. search_path is pinned
+// to pg_catalog, pg_temp (see package connect), so the built-ins Run
+// calls resolve nowhere else whether qualified or not (operators and
+// types included); pg_walinspect's functions are qualified with its
+// schema.
+func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
+	pcfg, err := connect.PoolConfig(cfg.DSN)
+	if err != nil {
+		return nil, err
+	}
+	pcfg.MaxConns = int32(cfg.Clients + 1)
+	pcfg.MinConns = 0
+	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = cfg.SynchronousCommit
+	pool, err := connect.NewPool(ctx, pcfg, cfg.DSN)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	return pool, nil
+}
+
+// createScratchTables creates the two tables the variants insert into, in
+// schema (quoted), under a random name, and returns their qualified names
+// and a function that drops them, to be called however Run ends (also
+// when the creation failed halfway).
+func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string) (tables [2]string, drop func(), err error) {
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
+	tables = [2]string{schema + "." + pgident.Quote(base+"_bigserial"), schema + "." + pgident.Quote(base+"_snowflake")}
+	drop = func() {
+		// The caller's context may be what ended the run.
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, t := range tables {
+			pool.Exec(cctx, "DROP TABLE IF EXISTS "+t)
+		}
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[0]+` (
+			id bigserial PRIMARY KEY,
+			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+			client integer NOT NULL)`); err != nil {
+		return tables, drop, fmt.Errorf("create scratch table: %w", err)
+	}
+	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[1]+` (
+			id bigint PRIMARY KEY DEFAULT `+schema+`.snowflake_next_id(),
+			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+			client integer NOT NULL)`); err != nil {
+		return tables, drop, fmt.Errorf("create scratch table: %w", err)
+	}
+	return tables, drop, nil
+}
+
+// runRounds runs cfg.Rounds rounds of both variants, alternating which goes
+// first, adds each round's rows, time and WAL to its variant, and returns
+// each variant's rounds as WAL start and end positions.
+func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, inserts [2]string, variants [2]*Variant, cfg Config, progress io.Writer) (spans [2][][2]string, err error) {
+	round := cfg.Duration / time.Duration(cfg.Rounds)
+	for r := range cfg.Rounds {
+		order := [2]int{0, 1}
+		if r%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		for _, v := range order {
+			start, err := walLSN(ctx, pool)
+			if err != nil {
+				return spans, err
+			}
+			t0 := time.Now()
+			n, err := insertFor(ctx, conns, inserts[v], round)
+			el := time.Since(t0).Seconds()
+			if err != nil {
+				return spans, err
+			}
+			end, err := walLSN(ctx, pool)
+			if err != nil {
+				return spans, err
+			}
+			var wal int64
+			if err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint", start, end).Scan(&wal); err != nil {
+				return spans, err
+			}
+			vr := variants[v]
+			vr.Rows += n
+			vr.Seconds += el
+			vr.WALBytes += wal
+			vr.RoundTPS = append(vr.RoundTPS, float64(n)/el)
+			spans[v] = append(spans[v], [2]string{start, end})
+			fmt.Fprintf(progress, "round %d/%d %-17s %9.0f tps  %6.1f B WAL/row\n", r+1, cfg.Rounds, vr.Name, float64(n)/el, float64(wal)/float64(n))
+		}
+	}
+	return spans, nil
+}
+
+// measureLag works out, over every row of the snowflake_next_id() table,
+// how far the ID's time trails the clock_timestamp() the row stored, in
+// milliseconds.
+func measureLag(ctx context.Context, pool *pgxpool.Pool, schema, table string) (Lag, error) {
+	var l Lag
+	err := pool.QueryRow(ctx, `
 		SELECT pg_catalog.count(*), pg_catalog.percentile_cont(0.5) WITHIN GROUP (ORDER BY lag),
 		       pg_catalog.percentile_cont(0.99) WITHIN GROUP (ORDER BY lag), pg_catalog.max(lag), pg_catalog.min(lag)
 		FROM (SELECT pg_catalog.extract('epoch', at - `+schema+`.snowflake_timestamp(id))::float8 * 1000 AS lag
-		      FROM `+tables[1]+`) x`).Scan(&res.Lag.Rows, &res.Lag.P50, &res.Lag.P99, &res.Lag.Max, &res.Lag.Min)
+		      FROM `+table+`) x`).Scan(&l.Rows, &l.P50, &l.P99, &l.Max, &l.Min)
 	if err != nil {
-		return nil, fmt.Errorf("measure lag: %w", err)
+		return l, fmt.Errorf("measure lag: %w", err)
 	}
-	return res, nil
+	return l, nil
 }
 
 // insertFor runs one INSERT per iteration on every connection at once,
