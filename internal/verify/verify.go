@@ -123,25 +123,52 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	c := &checker{o: o, schema: pgident.Quote(o.Schema), prepared: map[*pgconn.PgConn]bool{},
 		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest, Stale: in.Stale}}
 	start := time.Now()
+	if err := c.checkVectors(ctx, pool); err != nil {
+		return nil, err
+	}
+	if err := c.checkRandom(ctx, pool); err != nil {
+		return nil, err
+	}
+	c.rep.Elapsed = time.Since(start)
+	if s := c.rep.Elapsed.Seconds(); s > 0 {
+		c.rep.PerSecond = float64(c.rep.Checked) / s
+	}
+	if o.GeneratorIDs >= 0 {
+		if c.rep.Generator, err = CheckGenerator(ctx, pool, c.schema, o.Layout, o.GeneratorConnections, o.GeneratorIDs, o.Keep); err != nil {
+			return nil, err
+		}
+	}
+	return c.rep, nil
+}
 
-	vectors := Vectors(o.Layout)
+// checkVectors checks the layout's fixed vectors, three negative IDs and
+// the fixed times, on one connection.
+func (c *checker) checkVectors(ctx context.Context, pool *pgxpool.Pool) error {
+	vectors := Vectors(c.o.Layout)
 	inputs := make([]Input, len(vectors))
 	for i, v := range vectors {
 		inputs[i] = v.Input
 	}
 	conn, err := pool.Acquire(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	times := timeVectorTimes(o.Layout)
+	defer conn.Release()
+	times := timeVectorTimes(c.o.Layout)
 	vr, err := c.batch(ctx, conn, -1, inputs, []int64{-1, -4194439168, -1 << 63}, times)
-	conn.Release()
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.rep.Vectors, c.rep.TimeVectors = len(vectors), len(times)
 	c.merge(vr, false)
+	return nil
+}
 
+// checkRandom checks c.o.Count random inputs in batches of c.o.BatchSize,
+// on c.o.Workers connections at once, merging each batch's result into
+// the report as it comes; the first error stops them all.
+func (c *checker) checkRandom(ctx context.Context, pool *pgxpool.Pool) error {
+	o := c.o
 	batches := (o.Count + o.BatchSize - 1) / o.BatchSize
 	work := make(chan int)
 	results := make(chan *batchResult)
@@ -194,22 +221,10 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	}
 	select {
 	case err := <-errc:
-		return nil, err
+		return err
 	default:
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	c.rep.Elapsed = time.Since(start)
-	if s := c.rep.Elapsed.Seconds(); s > 0 {
-		c.rep.PerSecond = float64(c.rep.Checked) / s
-	}
-	if o.GeneratorIDs >= 0 {
-		if c.rep.Generator, err = CheckGenerator(ctx, pool, c.schema, o.Layout, o.GeneratorConnections, o.GeneratorIDs, o.Keep); err != nil {
-			return nil, err
-		}
-	}
-	return c.rep, nil
+	return ctx.Err()
 }
 
 func (o Options) withDefaults() Options {
