@@ -250,12 +250,17 @@ func (r *Report) Clean() bool { return r.Future == 0 && r.Invalid == 0 }
 // null_times (the skew in milliseconds, ID time minus column time).
 //
 // The cost is one sequential scan with, per row, the node key (a CASE, a
-// shift and a mask) and a few FILTERed counts: min and max of the ID are
-// its min and max time within a node, and "future" compares the ID with
-// the first ID after the cut-off, worked out once. Without a time column
-// the grouping is by the node key alone, for a hash aggregate; with one,
-// percentile_cont (an ordered-set aggregate, which PostgreSQL computes by
-// sorting) and GROUPING SETS give each node's skew and the table's.
+// shift and a mask) and a few FILTERed counts, aggregated by hash: min
+// and max of the ID are its min and max time within a node, and "future"
+// compares the ID with the last ID before the cut-off, worked out once.
+//
+// With a time column the rows are grouped by node and by a bucket of the
+// absolute skew, floor(ln(1 + |skew|) * 1000) (HistogramBucketsPerE per
+// factor e, so 0.1% wide), still by hash; windows over those few groups
+// then find, per node and for the table, the first bucket where the
+// cumulative count reaches 50% and 99%, and report the largest |skew| in
+// it: percentile_disc to within 0.1%. (percentile_cont, an ordered-set
+// aggregate, would sort every row: 4 to 5 times slower on 3M rows.)
 func Query(o Options) string {
 	o = o.withDefaults()
 	l := o.Layout
@@ -265,18 +270,37 @@ func Query(o Options) string {
 	nodeMask := int64(1)<<(l.Bits(snowflake.FieldDatacenter)+l.Bits(snowflake.FieldMachine)) - 1
 	maxDelta := int64(1)<<l.Bits(snowflake.FieldTimestamp) - 1
 	lowMask := int64(1)<<tsShift - 1
+	timed := o.TimeColumn != ""
 
 	nowMs := "(SELECT pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now())" + op("*") + "1000::pg_catalog.float8)::pg_catalog.int8)"
 	// The last ID dated at most now + tolerance: its offset from the epoch
-	// clamped to the layout's (-1 << shift | low bits is -1: every ID is
+	// clamped to the layout's (an offset of -1 gives the ID -1: every ID is
 	// after it; the largest offset gives the largest ID: none is).
 	cutoff := fmt.Sprintf("(SELECT (LEAST(GREATEST(%s%s$1::pg_catalog.int8%s%s, '-1'::pg_catalog.int8), %s)%s%d)%s%s)",
 		nowMs, op("+"), op("-"), i8(l.Epoch()), i8(maxDelta), op("<<"), tsShift, op("|"), i8(lowMask))
 
+	// d: one row per table row, its ID (v), node key and, with a time
+	// column, the skew and its bucket.
+	valid := "CASE WHEN x.v" + op(">=") + "0 THEN "
+	var d strings.Builder
+	fmt.Fprintf(&d, "(SELECT x.v,\n    %s(x.v%s%d)%s%s END AS node", valid, op(">>"), l.Bits(snowflake.FieldSequence), op("&"), i8(nodeMask))
+	src := "r." + pgident.Quote(o.Column) + "::pg_catalog.int8 AS v"
+	if timed {
+		src += ", r." + pgident.Quote(o.TimeColumn) + " AS t"
+		fmt.Fprintf(&d, ",\n    x.t,\n    %s((x.v%s%d)%s%s)::pg_catalog.float8%s(pg_catalog.date_part('epoch'::pg_catalog.text, x.t)%s1000::pg_catalog.float8) END AS skew",
+			valid, op(">>"), tsShift, op("+"), i8(l.Epoch()), op("-"), op("*"))
+	}
+	fmt.Fprintf(&d, "\n  FROM (SELECT %s FROM %s.%s AS r) AS x) AS d", src, pgident.Quote(o.Schema), pgident.Quote(o.Table))
+	from := d.String()
+	if timed {
+		from = fmt.Sprintf("(SELECT d.*, pg_catalog.floor(pg_catalog.ln(1::pg_catalog.float8%spg_catalog.abs(d.skew))%s%d::pg_catalog.float8)::pg_catalog.int8 AS b\n  FROM %s) AS d",
+			op("+"), op("*"), HistogramBucketsPerE, from)
+	}
+
 	var b strings.Builder
 	b.WriteString("SELECT d.node, ")
-	if o.TimeColumn != "" {
-		b.WriteString("GROUPING(d.node)")
+	if timed {
+		b.WriteString("d.b")
 	} else {
 		b.WriteString("0")
 	}
@@ -286,30 +310,39 @@ func Query(o Options) string {
 	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s%s) AS future,\n", op(">"), cutoff)
 	fmt.Fprintf(&b, "  pg_catalog.min(d.v) FILTER (WHERE d.v%s0) AS min_id, pg_catalog.max(d.v) AS max_id,\n", op(">="))
 	fmt.Fprintf(&b, "  %s AS now_ms", nowMs)
-	if o.TimeColumn != "" {
-		abs := "pg_catalog.abs(d.skew)"
-		fmt.Fprintf(&b, ",\n  pg_catalog.percentile_cont(0.5::pg_catalog.float8) WITHIN GROUP (ORDER BY %s) AS skew_p50,\n", abs)
-		fmt.Fprintf(&b, "  pg_catalog.percentile_cont(0.99::pg_catalog.float8) WITHIN GROUP (ORDER BY %s) AS skew_p99,\n", abs)
-		fmt.Fprintf(&b, "  pg_catalog.min(d.skew) AS skew_min, pg_catalog.max(d.skew) AS skew_max, pg_catalog.max(%s) AS skew_maxabs,\n", abs)
-		fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE %s%s%d::pg_catalog.float8) AS beyond,\n", abs, op(">"), o.SkewThreshold.Milliseconds())
-		fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s0 AND d.t IS NULL) AS null_times", op(">="))
+	if !timed {
+		fmt.Fprintf(&b, "\nFROM %s\nGROUP BY d.node", from)
+		return b.String()
 	}
-	valid := "CASE WHEN x.v" + op(">=") + "0 THEN "
-	fmt.Fprintf(&b, "\nFROM (SELECT x.v,\n    %s(x.v%s%d)%s%s END AS node", valid, op(">>"), l.Bits(snowflake.FieldSequence), op("&"), i8(nodeMask))
-	src := "r." + pgident.Quote(o.Column) + "::pg_catalog.int8 AS v"
-	if o.TimeColumn != "" {
-		src += ", r." + pgident.Quote(o.TimeColumn) + " AS t"
-		fmt.Fprintf(&b, ",\n    x.t,\n    %s((x.v%s%d)%s%s)::pg_catalog.float8%s(pg_catalog.date_part('epoch'::pg_catalog.text, x.t)%s1000::pg_catalog.float8) END AS skew",
-			valid, op(">>"), tsShift, op("+"), i8(l.Epoch()), op("-"), op("*"))
+	abs := "pg_catalog.abs(d.skew)"
+	fmt.Fprintf(&b, ",\n  pg_catalog.count(d.skew) AS sn, pg_catalog.max(%s) AS amax, pg_catalog.min(d.skew) AS smin, pg_catalog.max(d.skew) AS smax,\n", abs)
+	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE %s%s%d::pg_catalog.float8) AS beyond,\n", abs, op(">"), o.SkewThreshold.Milliseconds())
+	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s0 AND d.t IS NULL) AS null_times", op(">="))
+	fmt.Fprintf(&b, "\nFROM %s\nGROUP BY d.node, d.b", from)
+	h := b.String()
+
+	// c: the histogram with cumulative counts per node (cn of tn) and for
+	// the table (ca of ta), and bmax, the largest |skew| in the bucket
+	// across the nodes. The first bucket whose cumulative count reaches q
+	// holds the percentile; its largest |skew| (amax or bmax, which grow
+	// with the bucket) is the one reported.
+	c := "SELECT h.*,\n  pg_catalog.sum(h.sn) OVER (PARTITION BY h.node ORDER BY h.g) AS cn, pg_catalog.sum(h.sn) OVER (PARTITION BY h.node) AS tn,\n" +
+		"  pg_catalog.sum(h.sn) OVER (ORDER BY h.g) AS ca, pg_catalog.sum(h.sn) OVER () AS ta,\n  pg_catalog.max(h.amax) OVER (PARTITION BY h.g) AS bmax\nFROM (" + h + ") AS h"
+	sum := func(col string) string { return "pg_catalog.sum(c." + col + ")::pg_catalog.int8" }
+	final := func(node, g, cum, tot, max string) string {
+		pct := func(q string) string {
+			return fmt.Sprintf("pg_catalog.min(c.%s) FILTER (WHERE c.%s%s(%s::pg_catalog.numeric%sc.%s))", max, cum, op(">="), q, op("*"), tot)
+		}
+		return fmt.Sprintf("SELECT %s, %s, %s, %s, %s, %s, pg_catalog.min(c.min_id), pg_catalog.max(c.max_id), %s,\n  %s, %s, pg_catalog.min(c.smin), pg_catalog.max(c.smax), pg_catalog.max(c.amax), %s, %s\nFROM c",
+			node, g, sum("rows"), sum("nulls"), sum("invalid"), sum("future"), nowMs, pct("0.5"), pct("0.99"), sum("beyond"), sum("null_times"))
 	}
-	fmt.Fprintf(&b, "\n  FROM (SELECT %s FROM %s.%s AS r) AS x) AS d\n", src, pgident.Quote(o.Schema), pgident.Quote(o.Table))
-	if o.TimeColumn != "" {
-		b.WriteString("GROUP BY GROUPING SETS ((d.node), ())")
-	} else {
-		b.WriteString("GROUP BY d.node")
-	}
-	return b.String()
+	return "WITH c AS (\n" + c + "\n)\n" + final("c.node", "0", "cn", "tn", "amax") + "\nGROUP BY c.node\nUNION ALL\n" + final("NULL::pg_catalog.int8", "1", "ca", "ta", "bmax")
 }
+
+// HistogramBucketsPerE is how many buckets of the absolute skew Query
+// makes per factor e: its percentiles are within 1/HistogramBucketsPerE
+// (0.1%) of (1 ms + the true value).
+const HistogramBucketsPerE = 1000
 
 // A Querier is what Run reads through: *sql.DB and *sql.Conn are ones.
 type Querier interface {
@@ -340,10 +373,8 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	if o.TimeColumn == "" {
-		if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
-			return nil, err
-		}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
+		return nil, err
 	}
 	r, err := scan(ctx, tx, o)
 	if err != nil {
