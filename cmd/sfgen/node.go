@@ -3,13 +3,16 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -17,7 +20,7 @@ import (
 )
 
 const nodeHelp = `
-sfgen node [--dsn URL] [--schema NAME] [--datacenter N] [--machine N]
+sfgen node [--dsn URL]... [--schema NAME]... [--datacenter N] [--machine N] [--json]
 
 Shows or sets the node (datacenter and machine) that snowflake_next_id()
 puts in every ID it makes in this database. Give each database that makes
@@ -29,18 +32,47 @@ or both it sets them, each within the range of the schema's layout (the one not 
 and the new node. Setting takes effect for every session from its next
 transaction on, and needs the privileges of the role that owns sfgen's
 functions (the one that installed them); the node is stored in the
-database, so no session setting can change it.
+database, so no session setting can change it. Setting takes one --dsn
+and one --schema.
+
+Fleet check: with several --dsn, several --schema, or both (every schema
+in every database), it lists each database and schema with its node,
+layout and release, and then every pair that shares a node: the same
+datacenter and machine in the same layout, whose IDs can collide. A
+restored dump or a database cloned from another (CREATE DATABASE ...
+TEMPLATE) keeps its origin's node and shows up here. Schemas of different
+layouts are not compared: each layout is its own ID space. The same
+schema reached twice (two URLs of one database) is said once and not
+compared with itself. A schema without sfgen gets a line saying so and
+is no failure. Exit status 1 when a pair shares a node or a database
+cannot be read, 0 otherwise. --json prints one object: ok, targets (one
+per database and schema: database, schema, installed, datacenter,
+machine, layout, release, same_as, error) and shared (each pair: a and b,
+indexes into targets, with their datacenter, machine and layout).
+Databases are named user@host:port/database; passwords are never shown.
 
 Examples:
   sfgen node --dsn postgres://app@localhost/app
   sfgen node --dsn postgres://owner@db1/app --datacenter 1 --machine 4
   DATABASE_URL=postgres://owner@db2/app sfgen node --schema ids --machine 5
+  sfgen node --dsn postgres://app@db1/app --dsn postgres://app@db2/app --dsn postgres://app@db3/app
+  sfgen node --dsn postgres://app@db1/app --schema public --schema ids --json
 `
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("node", nodeHelp, stdout, stderr)
-	dsnFlag := c.fs.String("dsn", "", dsnHelp)
-	schema := c.schemaVar("schema `NAME` that holds sfgen's functions")
+	var dsns, schemas stringsFlag
+	c.fs.Var(&dsns, "dsn", dsnHelp+"; give it again for each database of a fleet check")
+	c.fs.Var(&schemas, "schema", "schema `NAME` that holds sfgen's functions (default "+sqlgen.DefaultSchema+"); give it again for each schema of a fleet check")
+	c.checks = append(c.checks, func() error {
+		for _, s := range schemas {
+			if err := pgident.ValidateSchema(s); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	asJSON := c.fs.Bool("json", false, "list the nodes as one JSON object (the fleet check's, for any number of databases)")
 	// The schema's layout sets the ranges, so they are checked once it is
 	// read; until then, the widest any layout has (and help says so).
 	node := nodeFlags{
@@ -53,7 +85,28 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
+	if len(schemas) == 0 {
+		schemas = stringsFlag{sqlgen.DefaultSchema}
+	}
+	if node.given() {
+		switch {
+		case len(dsns) > 1 || len(schemas) > 1:
+			return c.usageError("--datacenter and --machine set the node of one schema in one database; give one --dsn and one --schema, not %d and %d", max(len(dsns), 1), len(schemas))
+		case *asJSON:
+			return c.usageError("--json lists nodes; it does not go with --datacenter or --machine")
+		}
+	}
+	if len(dsns) > 1 || len(schemas) > 1 || *asJSON {
+		if len(dsns) == 0 {
+			dsns = stringsFlag{""}
+		}
+		return c.fleetCheck(ctx, dsns, schemas, *asJSON)
+	}
+	dsnFlag, schema := "", &schemas[0]
+	if len(dsns) == 1 {
+		dsnFlag = dsns[0]
+	}
+	db, dsn, code, ok := c.requireDB(ctx, dsnFlag)
 	if !ok {
 		return code
 	}
@@ -118,4 +171,224 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func nodeIn(ctx context.Context, tx *sql.Tx, q string) (datacenter, machine int64, err error) {
 	err = tx.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)
 	return datacenter, machine, err
+}
+
+// A stringsFlag is a flag that may be given several times, each value
+// kept in order.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(*f, ", ")
+}
+
+func (f *stringsFlag) Set(s string) error {
+	*f = append(*f, s)
+	return nil
+}
+
+// A nodeTarget is one database and schema of a fleet check, as --json
+// shows it.
+type nodeTarget struct {
+	Database   string `json:"database"` // user@host:port/database, never the password
+	Schema     string `json:"schema"`
+	Installed  bool   `json:"installed"` // sfgen's node is there to read
+	Datacenter int64  `json:"datacenter"`
+	Machine    int64  `json:"machine"`
+	Layout     string `json:"layout,omitempty"` // a preset's name, or the spec
+	Release    int    `json:"release,omitempty"`
+	SameAs     *int   `json:"same_as,omitempty"` // an earlier target that is this very schema, reached again
+	Error      string `json:"error,omitempty"`   // why it could not be read
+
+	missing string // why there is no node to read, for a schema without sfgen
+	layout  snowflake.Layout
+	key     string // the server, database and schema, to find the same one reached twice; "" when unknown
+}
+
+func (t *nodeTarget) name() string { return t.Database + " schema " + t.Schema }
+
+// A sharedNode is a pair of targets, a and b (indexes), with one node.
+type sharedNode struct {
+	A          int    `json:"a"`
+	B          int    `json:"b"`
+	Datacenter int64  `json:"datacenter"`
+	Machine    int64  `json:"machine"`
+	Layout     string `json:"layout"`
+}
+
+// fleetCheck reads the node of every schema in every database and prints
+// them, then each pair sharing a node; see nodeHelp.
+func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON bool) int {
+	for i, d := range dsns {
+		dsns[i] = dsnOrEnv(d)
+		if dsns[i] == "" {
+			return c.usageError("no database: give --dsn URL or set DATABASE_URL")
+		}
+	}
+	names := make([]string, len(dsns))
+	for i, d := range dsns {
+		cfg, err := connect.Config(d)
+		if err != nil {
+			return c.connectError(err)
+		}
+		names[i] = fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+	}
+	var targets []*nodeTarget
+	for i, d := range dsns {
+		targets = append(targets, readTargets(ctx, d, names[i], schemas)...)
+	}
+
+	failed := 0
+	seen := map[string]int{}
+	for i, t := range targets {
+		if t.Error != "" {
+			failed++
+			continue
+		}
+		if t.key == "" {
+			continue
+		}
+		if j, ok := seen[t.key]; ok {
+			t.SameAs = &j
+			continue
+		}
+		seen[t.key] = i
+	}
+	shared := []sharedNode{}
+	for i, a := range targets {
+		for j := i + 1; j < len(targets); j++ {
+			b := targets[j]
+			if !a.Installed || !b.Installed || a.SameAs != nil || b.SameAs != nil || a.layout != b.layout ||
+				a.Datacenter != b.Datacenter || a.Machine != b.Machine {
+				continue
+			}
+			shared = append(shared, sharedNode{A: i, B: j, Datacenter: a.Datacenter, Machine: a.Machine, Layout: a.Layout})
+		}
+	}
+	ok := len(shared) == 0 && failed == 0
+
+	if asJSON {
+		b, _ := json.Marshal(struct {
+			OK      bool          `json:"ok"`
+			Targets []*nodeTarget `json:"targets"`
+			Shared  []sharedNode  `json:"shared"`
+		}{ok, targets, shared})
+		fmt.Fprintf(c.stdout, "%s\n", b)
+	} else {
+		with, without := 0, 0
+		for _, t := range targets {
+			switch {
+			case t.Error != "":
+				fmt.Fprintf(c.stdout, "%s: cannot read: %s\n", t.name(), t.Error)
+			case t.SameAs != nil:
+				fmt.Fprintf(c.stdout, "%s: the same schema as %s, reached again; not compared\n", t.name(), targets[*t.SameAs].name())
+			case !t.Installed:
+				without++
+				fmt.Fprintf(c.stdout, "%s: no sfgen (%s)\n", t.name(), t.missing)
+			default:
+				with++
+				fmt.Fprintf(c.stdout, "%s: datacenter %d, machine %d, layout %s, sfgen release %d\n", t.name(), t.Datacenter, t.Machine, t.Layout, t.Release)
+			}
+		}
+		for _, p := range shared {
+			fmt.Fprintf(c.stdout, "shared node: datacenter %d, machine %d in layout %s: %s and %s\n", p.Datacenter, p.Machine, p.Layout, targets[p.A].name(), targets[p.B].name())
+		}
+		if len(shared) > 0 {
+			fmt.Fprintf(c.stdout, "FAIL: %d %s of schemas %s a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N\n",
+				len(shared), plural(len(shared), "pair", "pairs"), plural(len(shared), "shares", "share"))
+		}
+		if failed > 0 {
+			fmt.Fprintf(c.stdout, "FAIL: %d of %d could not be read, so the check is incomplete\n", failed, len(targets))
+		}
+		if ok {
+			fmt.Fprintf(c.stdout, "ok: %d %s with sfgen, each with its own node", with, plural(with, "schema", "schemas"))
+			if without > 0 {
+				fmt.Fprintf(c.stdout, " (%d without sfgen)", without)
+			}
+			fmt.Fprintln(c.stdout)
+		}
+	}
+	if !ok {
+		return exitFail
+	}
+	return exitOK
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// readTargets reads the node, layout and release of each schema in the
+// database dsn (called name in messages), on one connection. A database
+// that cannot be reached gives each schema the error.
+func readTargets(ctx context.Context, dsn, name string, schemas []string) []*nodeTarget {
+	var out []*nodeTarget
+	for _, s := range schemas {
+		out = append(out, &nodeTarget{Database: name, Schema: s})
+	}
+	fail := func(err error) []*nodeTarget {
+		for _, t := range out {
+			if t.Error == "" {
+				t.Error = redactErr(err, dsn)
+			}
+		}
+		return out
+	}
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		return fail(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return fail(err)
+	}
+	defer conn.Close()
+	// Which server and database this is, to tell the same schema reached
+	// twice from a clone: a clone or a restore is another database (or,
+	// a promoted physical copy, a server started at another time).
+	var server string
+	var canControl bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')").Scan(&canControl); err != nil {
+		return fail(err)
+	}
+	if canControl {
+		if err := conn.QueryRowContext(ctx, "SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()").Scan(&server); err != nil {
+			return fail(err)
+		}
+	}
+	var where string
+	if err := conn.QueryRowContext(ctx, `SELECT pg_catalog.pg_postmaster_start_time()::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) d.oid::pg_catalog.text
+		FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()`).Scan(&where); err != nil {
+		return fail(err)
+	}
+	for _, t := range out {
+		t.key = server + " " + where + " " + t.Schema
+		in, err := install.InstalledRelease(ctx, install.SQLConn(conn), t.Schema)
+		if err != nil {
+			t.Error = redactErr(err, dsn)
+			continue
+		}
+		if in.Layout == (snowflake.Layout{}) {
+			t.missing = "snowflake_layout() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
+			continue
+		}
+		t.layout, t.Layout, t.Release = in.Layout, layoutArg(in.Layout), in.Release
+		err = conn.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+pgident.Quote(t.Schema)+".snowflake_node()").Scan(&t.Datacenter, &t.Machine)
+		var pe *pgconn.PgError
+		switch {
+		case errors.As(err, &pe) && pe.Code == "42883": // undefined_function
+			t.missing = "snowflake_node() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
+		case err != nil:
+			t.Error = redactErr(err, dsn)
+		default:
+			t.Installed = true
+		}
+	}
+	return out
 }

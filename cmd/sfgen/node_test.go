@@ -2,10 +2,18 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -166,5 +174,243 @@ func TestNodeSaysTheRelease(t *testing.T) {
 	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1, layout twitter)\n" ||
 		!strings.Contains(errOut, "is at sfgen release 1, older than this sfgen's release 2") {
 		t.Errorf("node on release 1 = %d, %q, %q", code, out, errOut)
+	}
+}
+
+// nodeName is how the fleet check names database dsn.
+func nodeName(t *testing.T, dsn string) string {
+	t.Helper()
+	cfg, err := connect.Config(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+}
+
+// TestNodeFleet: three databases, each with sfgen in a schema of one
+// name; the fleet check lists them and exits 1 naming every pair that
+// shares a node in one layout, 0 otherwise. Schemas of different layouts
+// are not compared, and a database without sfgen gets a line of its own.
+func TestNodeFleet(t *testing.T) {
+	discord, _ := snowflake.LayoutByName("discord")
+	type db struct {
+		o    *sqlgen.Options // nil: no sfgen
+		line string          // after the name, as listed
+	}
+	tw := func(dc, m int64) db {
+		return db{&sqlgen.Options{Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release 2", dc, m)}
+	}
+	for _, tc := range []struct {
+		name   string
+		dbs    []db
+		code   int
+		shared [][2]int // pairs of dbs
+		last   string
+	}{
+		{"two share", []db{tw(1, 1), tw(2, 2), tw(1, 1)}, 1, [][2]int{{0, 2}},
+			"FAIL: 1 pair of schemas shares a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N"},
+		{"all share", []db{tw(0, 0), tw(0, 0), tw(0, 0)}, 1, [][2]int{{0, 1}, {0, 2}, {1, 2}},
+			"FAIL: 3 pairs of schemas share a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N"},
+		{"all distinct", []db{tw(1, 1), tw(2, 2), tw(1, 2)}, 0, nil, "ok: 3 schemas with sfgen, each with its own node"},
+		{"one without sfgen", []db{tw(1, 1), {nil, "no sfgen (snowflake_layout() is not in schema SCHEMA; 'sfgen install' puts it there)"}, tw(2, 1)}, 0, nil,
+			"ok: 2 schemas with sfgen, each with its own node (1 without sfgen)"},
+		{"different layouts", []db{tw(1, 1), {&sqlgen.Options{Layout: discord, Datacenter: 1, Machine: 1}, "datacenter 1, machine 1, layout discord, sfgen release 2"}, tw(2, 2)}, 0, nil,
+			"ok: 3 schemas with sfgen, each with its own node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := []string{"node"}
+			var names []string
+			schema := ""
+			for _, d := range tc.dbs {
+				dsn := pgtest.DSN(t)
+				if d.o != nil {
+					schema = installSchema(t, dsn, *d.o)
+				}
+				args = append(args, "--dsn", dsn)
+				names = append(names, nodeName(t, dsn))
+			}
+			args = append(args, "--schema", schema)
+			var want strings.Builder
+			for i, d := range tc.dbs {
+				fmt.Fprintf(&want, "%s schema %s: %s\n", names[i], schema, strings.ReplaceAll(d.line, "SCHEMA", schema))
+			}
+			for _, p := range tc.shared {
+				fmt.Fprintf(&want, "shared node: datacenter %d, machine %d in layout twitter: %s schema %s and %s schema %s\n",
+					tc.dbs[p[0]].o.Datacenter, tc.dbs[p[0]].o.Machine, names[p[0]], schema, names[p[1]], schema)
+			}
+			want.WriteString(tc.last + "\n")
+			code, out, errOut := sfgen(t, args...)
+			if code != tc.code || out != want.String() || errOut != "" {
+				t.Errorf("exit %d, stderr %q, stdout:\n%s\nwant exit %d, stdout:\n%s", code, errOut, out, tc.code, want.String())
+			}
+		})
+	}
+}
+
+// TestNodeFleetJSON checks --json's shape: ok, one target per database
+// and schema (every schema in every database), the shared pairs.
+func TestNodeFleetJSON(t *testing.T) {
+	a, b := pgtest.DSN(t), pgtest.DSN(t)
+	schema := installSchema(t, a, sqlgen.Options{Datacenter: 3, Machine: 4})
+	installSchema(t, b, sqlgen.Options{Datacenter: 3, Machine: 4})
+	code, out, errOut := sfgen(t, "node", "--dsn", a, "--dsn", b, "--schema", schema, "--schema", "public", "--json")
+	var got struct {
+		OK      bool `json:"ok"`
+		Targets []struct {
+			Database   string `json:"database"`
+			Schema     string `json:"schema"`
+			Installed  bool   `json:"installed"`
+			Datacenter int64  `json:"datacenter"`
+			Machine    int64  `json:"machine"`
+			Layout     string `json:"layout"`
+			Release    int    `json:"release"`
+			SameAs     *int   `json:"same_as"`
+			Error      string `json:"error"`
+		} `json:"targets"`
+		Shared []struct {
+			A, B                int
+			Datacenter, Machine int64
+			Layout              string
+		} `json:"shared"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil || code != 1 || errOut != "" || strings.Count(out, "\n") != 1 {
+		t.Fatalf("exit %d, %v, stderr %q, stdout %q; want 1 and one JSON line", code, err, errOut, out)
+	}
+	if got.OK || len(got.Targets) != 4 || len(got.Shared) != 1 {
+		t.Fatalf("--json: %s", out)
+	}
+	for i, w := range []struct {
+		db, schema string
+		installed  bool
+	}{{nodeName(t, a), schema, true}, {nodeName(t, a), "public", false}, {nodeName(t, b), schema, true}, {nodeName(t, b), "public", false}} {
+		g := got.Targets[i]
+		if g.Database != w.db || g.Schema != w.schema || g.Installed != w.installed || g.SameAs != nil || g.Error != "" ||
+			w.installed && (g.Datacenter != 3 || g.Machine != 4 || g.Layout != "twitter" || g.Release != 2) {
+			t.Errorf("target %d = %+v; want %+v with node 3/4", i, g, w)
+		}
+	}
+	if s := got.Shared[0]; s.A != 0 || s.B != 2 || s.Datacenter != 3 || s.Machine != 4 || s.Layout != "twitter" {
+		t.Errorf("shared = %+v; want targets 0 and 2, 3/4, twitter", s)
+	}
+	// One database, --json: the same object, with one target.
+	code, out, _ = sfgen(t, "node", "--dsn", a, "--schema", schema, "--json")
+	if code != 0 || !strings.HasPrefix(out, `{"ok":true,"targets":[{"database":"`+nodeName(t, a)+`","schema":"`+schema+`","installed":true,"datacenter":3,"machine":4,"layout":"twitter","release":2}],"shared":[]}`) {
+		t.Errorf("one database --json: exit %d, %s", code, out)
+	}
+}
+
+// TestNodeFleetClone: a database cloned from an installed one (CREATE
+// DATABASE ... TEMPLATE, as a restore would be) keeps its node, and the
+// fleet check finds the pair; the same database given twice is one
+// schema reached again, not a pair.
+func TestNodeFleetClone(t *testing.T) {
+	ctx := context.Background()
+	src := pgtest.DSN(t)
+	conn, err := pgx.Connect(ctx, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := sqlgen.Script(sqlgen.Options{Datacenter: 5, Machine: 6})
+	if err == nil {
+		_, err = conn.Exec(ctx, string(script))
+	}
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pgx.Connect(ctx, pgtest.ServerDSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close(ctx)
+	srcName, clone := nodeNameParts(t, src)
+	if _, err := server.Exec(ctx, "CREATE DATABASE "+pgident.Quote(clone)+" TEMPLATE "+pgident.Quote(srcName)); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		server.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgident.Quote(clone)+" WITH (FORCE)")
+	})
+	u, err := url.Parse(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + clone
+	cloneDSN := u.String()
+
+	code, out, _ := sfgen(t, "node", "--dsn", src, "--dsn", cloneDSN)
+	want := nodeName(t, src) + " schema public: datacenter 5, machine 6, layout twitter, sfgen release 2\n" +
+		nodeName(t, cloneDSN) + " schema public: datacenter 5, machine 6, layout twitter, sfgen release 2\n" +
+		"shared node: datacenter 5, machine 6 in layout twitter: " + nodeName(t, src) + " schema public and " + nodeName(t, cloneDSN) + " schema public\n"
+	if code != 1 || !strings.HasPrefix(out, want) {
+		t.Errorf("a clone: exit %d, stdout:\n%s\nwant 1 and:\n%s", code, out, want)
+	}
+	code, out, _ = sfgen(t, "node", "--dsn", src, "--dsn", src)
+	want = nodeName(t, src) + " schema public: datacenter 5, machine 6, layout twitter, sfgen release 2\n" +
+		nodeName(t, src) + " schema public: the same schema as " + nodeName(t, src) + " schema public, reached again; not compared\n" +
+		"ok: 1 schema with sfgen, each with its own node\n"
+	if code != 0 || out != want {
+		t.Errorf("one database twice: exit %d, stdout:\n%s\nwant 0 and:\n%s", code, out, want)
+	}
+}
+
+// nodeNameParts returns the database name of dsn and a name for its clone.
+func nodeNameParts(t *testing.T, dsn string) (db, clone string) {
+	t.Helper()
+	cfg, err := connect.Config(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg.Database, cfg.Database + "_clone"
+}
+
+// TestNodeFleetErrors: setting a node takes one database and one schema;
+// a database that cannot be read fails the check with a line of its own;
+// no password shows, of a database read or not.
+func TestNodeFleetErrors(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 1, Machine: 1})
+	_, appDSN := pgtest.LoginRole(t, dsn, "app", "")
+	u, err := url.Parse(appDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	password, _ := u.User.Password()
+	t.Setenv("DATABASE_URL", "") // after pgtest, which may read it
+	const bad = "postgres://u:s3cretpw@/db?host=/nonexistent&connect_timeout=2"
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string // in stdout, or stderr for exit 2
+	}{
+		{[]string{"--dsn", dsn, "--dsn", dsn, "--machine", "3"}, 2, "give one --dsn and one --schema, not 2 and 1"},
+		{[]string{"--dsn", dsn, "--schema", schema, "--schema", "public", "--datacenter", "3"}, 2, "give one --dsn and one --schema, not 1 and 2"},
+		{[]string{"--schema", schema, "--schema", "public", "--datacenter", "3"}, 2, "give one --dsn and one --schema, not 1 and 2"},
+		{[]string{"--dsn", dsn, "--json", "--machine", "3"}, 2, "--json lists nodes"},
+		{[]string{"--dsn", dsn, "--schema", schema, "--schema", "Bad-Name"}, 2, "Bad-Name"},
+		{[]string{"--schema", schema, "--schema", "public"}, 2, "no database"},
+		{[]string{"--dsn", appDSN, "--dsn", bad, "--schema", schema}, 1,
+			"/db schema " + schema + ": cannot read: "},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"node"}, tc.args...)...)
+		text := out
+		if tc.code == 2 {
+			text = errOut
+			if out != "" {
+				t.Errorf("node %v: stdout %q; want nothing", tc.args, out)
+			}
+			oneLine(t, errOut)
+		}
+		if code != tc.code || !strings.Contains(text, tc.want) {
+			t.Errorf("node %v: exit %d, stdout %q, stderr %q; want %d and %q", tc.args, code, out, errOut, tc.code, tc.want)
+		}
+		for _, secret := range []string{"s3cretpw", password} {
+			if strings.Contains(out+errOut, secret) {
+				t.Errorf("node %v shows a password: %q %q", tc.args, out, errOut)
+			}
+		}
+	}
+	// Unchanged by the refused settings.
+	if code, out, _ := sfgen(t, "node", "--dsn", dsn, "--schema", schema); code != 0 || !strings.HasPrefix(out, "datacenter 1, machine 1 ") {
+		t.Errorf("after the refusals: %d %q", code, out)
 	}
 }
