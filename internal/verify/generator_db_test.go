@@ -185,3 +185,35 @@ func replaceSchema(body, schema string) string {
 func isIdent(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
+
+// TestGeneratorWithoutState: without a snowflake_state to read, the check
+// says so and bounds the IDs by the clock alone: a look-alike at the
+// clock passes, one an hour ahead is dated outside the run.
+func TestGeneratorWithoutState(t *testing.T) {
+	const clockMS = "pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint"
+	for _, tc := range []struct {
+		name   string
+		offset string // added to the clock's millisecond
+		ok     bool
+	}{
+		{"at the clock", "0", true},
+		{"an hour ahead", "3600000", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pool, schema := database(t)
+			installInto(t, pool, schema)
+			mustExecPool(t, pool, "SELECT "+schema+".snowflake_set_node(3, 4)",
+				"CREATE SEQUENCE "+schema+".planted",
+				"CREATE OR REPLACE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE sql VOLATILE AS $$ SELECT "+schema+".snowflake_compose("+
+					clockMS+" + "+tc.offset+", 3, 4, (pg_catalog.nextval('"+schema+".planted') % 4096)::integer) $$",
+				"DROP SEQUENCE "+schema+".snowflake_state")
+			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter, 4, 500, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rep.NoState == "" || rep.OK() != tc.ok || !tc.ok && !slices.Equal(rep.Broken(), []string{"dated outside the run"}) {
+				t.Errorf("without the state: ok %v, broken %v, %+v; want ok %v and no_state said", rep.OK(), rep.Broken(), rep, tc.ok)
+			}
+		})
+	}
+}
