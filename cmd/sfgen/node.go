@@ -102,17 +102,24 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		return c.fleetCheck(ctx, dsns, schemas, *asJSON)
 	}
-	dsnFlag, schema := "", &schemas[0]
+	dsnFlag := ""
 	if len(dsns) == 1 {
 		dsnFlag = dsns[0]
 	}
+	return c.oneNode(ctx, dsnFlag, schemas[0], node)
+}
+
+// oneNode prints, or with node given sets and prints, the node of one
+// schema in the database --dsn (dsnFlag) or $DATABASE_URL names.
+func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlags) int {
+	stdout, stderr := c.stdout, c.stderr
 	db, dsn, code, ok := c.requireDB(ctx, dsnFlag)
 	if !ok {
 		return code
 	}
 	defer db.Close()
 
-	q := pgident.Quote(*schema)
+	q := pgident.Quote(schema)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
@@ -122,13 +129,13 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") { // undefined_function, invalid_schema_name
-			return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", *schema)
+			return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", schema)
 		}
 		return c.fail("read the node: %s", redactErr(err, dsn))
 	}
 	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
 		return tx.QueryRowContext(ctx, q, args...)
-	}, *schema)
+	}, schema)
 	release := in.Release
 	if err != nil {
 		return c.fail("read the release: %s", redactErr(err, dsn))
@@ -138,12 +145,12 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		flag *intFlag
 	}{{snowflake.FieldDatacenter, node.datacenter}, {snowflake.FieldMachine, node.machine}} {
 		if lo, hi := in.Layout.Min(f.fld), in.Layout.Max(f.fld); f.flag.set && (f.flag.Int64() < lo || f.flag.Int64() > hi) {
-			return c.usageError("%s in schema %s's layout, %s", snowflake.RangeMessage(f.fld, f.flag.val.String(), lo, hi), *schema, describeLayout(in.Layout))
+			return c.usageError("%s in schema %s's layout, %s", snowflake.RangeMessage(f.fld, f.flag.val.String(), lo, hi), schema, describeLayout(in.Layout))
 		}
 	}
-	where := fmt.Sprintf("(schema %s, sfgen release %d, layout %s)", *schema, release, layoutArg(in.Layout))
+	where := fmt.Sprintf("(schema %s, sfgen release %d, layout %s)", schema, release, layoutArg(in.Layout))
 	if release < sqlgen.Latest {
-		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", *schema, release, sqlgen.Latest)
+		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", schema, release, sqlgen.Latest)
 	}
 	if !node.given() {
 		fmt.Fprintf(stdout, "datacenter %d, machine %d %s\n", oldDC, oldM, where)
