@@ -1,0 +1,180 @@
+package main
+
+// sfgen audit against databases of pgtest's (a throwaway cluster, or the
+// server $DATABASE_URL names).
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+)
+
+// auditDB returns a fresh database with table public.orders (id bigint,
+// created_at timestamptz) holding ids, each created at its own time.
+func auditDB(t *testing.T, l snowflake.Layout, ids ...int64) (dsn string, db *sql.DB) {
+	t.Helper()
+	dsn = pgtest.DSN(t)
+	db, err := connect.OpenDB(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := db.Exec("CREATE TABLE public.orders (id bigint, created_at timestamptz)"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids {
+		at := time.Now()
+		if p, err := l.Decompose(snowflake.ID(id)); err == nil {
+			at = p.Time()
+		}
+		if _, err := db.Exec("INSERT INTO public.orders VALUES ($1, $2)", id, at); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dsn, db
+}
+
+func composeAt(t *testing.T, l snowflake.Layout, at time.Time, dc, m int64) int64 {
+	t.Helper()
+	id, err := l.Compose(at.UnixMilli(), dc, m, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return int64(id)
+}
+
+// TestAuditPlanted: IDs of node 1/2, IDs of another node (3/4), one dated
+// tomorrow, one negative: reported exactly, in text and JSON, exit 1.
+func TestAuditPlanted(t *testing.T) {
+	for _, c := range []struct {
+		layout string
+		l      snowflake.Layout
+	}{{"twitter", snowflake.Twitter}, {"discord", snowflake.Discord}} {
+		t.Run(c.layout, func(t *testing.T) {
+			l := c.l
+			now := time.Now()
+			ids := []int64{
+				composeAt(t, l, now.Add(-2*time.Hour), 1, 2), composeAt(t, l, now.Add(-time.Hour), 1, 2),
+				composeAt(t, l, now.Add(-90*time.Minute), 3, 4),
+				composeAt(t, l, now.Add(24*time.Hour), 1, 2),
+				-7,
+			}
+			dsn, _ := auditDB(t, l, ids...)
+			args := []string{"audit", "--dsn", dsn, "--table", "orders"}
+			if c.layout != "twitter" {
+				args = append(args, "--layout", c.layout)
+			}
+			code, out, errOut := sfgen(t, args...)
+			if code != exitFail || errOut != "" {
+				t.Fatalf("exit %d, stderr %q; want 1 and nothing", code, errOut)
+			}
+			for _, want := range []string{
+				"rows      5 (0 NULL)\n",
+				"future    1 (dated after ",
+				"plus 1m0s)\n",
+				"invalid   1 (negative)\n",
+				"nodes     2\n",
+				fmt.Sprintf("              1          2            3  %s  %s  1\n", fmtTime(ms(now.Add(-2*time.Hour))), fmtTime(ms(now.Add(24*time.Hour)))),
+				fmt.Sprintf("              3          4            1  %s  %s  0\n", fmtTime(ms(now.Add(-90*time.Minute))), fmtTime(ms(now.Add(-90*time.Minute)))),
+				"FAIL: 1 future, 1 invalid\n",
+				"layout " + c.layout + "\n",
+			} {
+				if !strings.Contains(out, want) {
+					t.Errorf("output lacks %q:\n%s", want, out)
+				}
+			}
+			code, out, _ = sfgen(t, append(args, "--json")...)
+			var r struct {
+				Rows, Invalid, Future int64
+				Clean                 bool
+				LayoutName            string `json:"layout_name"`
+				Nodes                 []struct {
+					DC   int64 `json:"datacenter_id"`
+					M    int64 `json:"machine_id"`
+					Rows int64
+				}
+			}
+			if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFail {
+				t.Fatalf("--json: exit %d, %v:\n%s", code, err, out)
+			}
+			if r.Rows != 5 || r.Invalid != 1 || r.Future != 1 || r.Clean || r.LayoutName != c.layout || fmt.Sprint(r.Nodes) != "[{1 2 3} {3 4 1}]" {
+				t.Errorf("--json: %+v", r)
+			}
+		})
+	}
+}
+
+func ms(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
+
+// TestAuditClean: a clean table exits 0 and says OK; --future-tolerance
+// decides whether an ID 10 minutes ahead is future.
+func TestAuditClean(t *testing.T) {
+	l := snowflake.Twitter
+	dsn, _ := auditDB(t, l, composeAt(t, l, time.Now().Add(-time.Minute), 0, 1), composeAt(t, l, time.Now().Add(-time.Second), 0, 1))
+	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--time-column", "created_at")
+	if code != exitOK || errOut != "" || !strings.Contains(out, "OK: no future or invalid IDs\n") || !strings.Contains(out, "skew      ID time - created_at: |skew| p50 0ms p99 0ms max 0ms") {
+		t.Errorf("clean table: exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	dsn, _ = auditDB(t, l, composeAt(t, l, time.Now().Add(10*time.Minute), 0, 1))
+	for _, c := range []struct {
+		tol  string
+		code int
+	}{{"1m", exitFail}, {"1h", exitOK}} {
+		code, out, _ := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--future-tolerance", c.tol)
+		if code != c.code {
+			t.Errorf("--future-tolerance %s: exit %d; want %d:\n%s", c.tol, code, c.code, out)
+		}
+	}
+}
+
+// TestAuditUsage: bad usage, a missing table or column, a column of
+// another type and injection attempts are one line on stderr and exit 2,
+// and the table attacked is still there.
+func TestAuditUsage(t *testing.T) {
+	dsn, db := auditDB(t, snowflake.Twitter)
+	if _, err := db.Exec("ALTER TABLE public.orders ADD COLUMN note text"); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{}, "--table is required"},
+		{[]string{"--table", "nope"}, "table public.nope does not exist"},
+		{[]string{"--table", "Orders"}, "table public.Orders does not exist"},
+		{[]string{"--table", "orders", "--column", "uid"}, "column public.orders.uid does not exist"},
+		{[]string{"--table", "orders", "--column", "note"}, "column note is of type text"},
+		{[]string{"--table", "orders", "--time-column", "note"}, "column note is of type text; want one of timestamp"},
+		{[]string{"--table", "orders", "--skew-threshold", "2s"}, "--skew-threshold needs --time-column"},
+		{[]string{"--table", "orders", "--future-tolerance", "-1s"}, "future tolerance -1s out of range"},
+		{[]string{"--table", "orders", "--layout", "nope"}, "--layout:"},
+		{[]string{"--table", "orders", "extra"}, `unexpected argument "extra"`},
+		{[]string{"--table", `orders"; DROP TABLE public.orders; --`}, `table public.orders"; DROP TABLE public.orders; -- does not exist`},
+		{[]string{"--table", "orders; DROP TABLE public.orders"}, "does not exist"},
+		{[]string{"--table", "orders", "--column", `id") FROM public.orders; DROP TABLE public.orders; --`}, "does not exist"},
+		{[]string{"--schema", `public"; DROP TABLE public.orders; --`, "--table", "orders"}, "does not exist"},
+		{[]string{"--table", "orders", "--time-column", `created_at"; DROP TABLE public.orders; --`}, "does not exist"},
+		{[]string{"--table", strings.Repeat("x", 64)}, "64 bytes; want at most 63"},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn}, c.args...)...)
+		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "sfgen audit: ") || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
+			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.args, code, out, errOut, c.want)
+		}
+	}
+	var n int
+	if err := db.QueryRow("SELECT count(*) FROM public.orders").Scan(&n); err != nil {
+		t.Errorf("the table attacked: %v", err)
+	}
+	t.Setenv("DATABASE_URL", "")
+	if code, _, errOut := sfgen(t, "audit", "--table", "orders"); code != exitUsage || !strings.Contains(errOut, "no database") {
+		t.Errorf("no database: exit %d, %q", code, errOut)
+	}
+}
