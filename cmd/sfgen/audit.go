@@ -18,8 +18,9 @@ const auditHelp = `
 sfgen audit --dsn URL --table T [--column id] [--schema S] [--layout L] [--time-column C] [--json]
 
 Checks the Snowflake IDs already stored in a table. One SQL statement reads
-the table once and aggregates it in PostgreSQL (one row per node comes
-back, never one per ID), so it costs about a plain scan of the table.
+the table once and aggregates it in PostgreSQL by hash (one row per node
+comes back, never one per ID): one sequential scan, about 4 to 6 times a
+SELECT count(*) of the table (12 times with --time-column) on 3M rows.
 
 It reports the rows; each node found (datacenter_id, machine_id, rows,
 first and last time); the IDs dated after the database's now() plus
@@ -28,7 +29,8 @@ fills the 63 low bits of a bigint, so any non-negative value decodes and a
 negative one decodes to nothing); NULL IDs, counted apart and not an
 anomaly; the earliest and latest time. With --time-column it compares each
 ID's time with that column (ID time minus column time): p50 and p99 of the
-absolute skew, min, max, and the rows beyond --skew-threshold.
+absolute skew (percentile_disc to within 0.1%, from a log histogram), its
+min and max, and the rows beyond --skew-threshold, per node and in all.
 
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
