@@ -30,7 +30,7 @@ negative one decodes to nothing); NULL IDs, counted apart and not an
 anomaly; the earliest and latest time. With --time-column it compares each
 ID's time with that column (ID time minus column time): p50 and p99 of the
 absolute skew (percentile_disc to within 0.1%, from a log histogram), its
-min and max, and the rows beyond --skew-threshold, per node and in all.
+min and max, and the rows beyond --skew-threshold (per node too in --json).
 
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
