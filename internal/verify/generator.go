@@ -106,24 +106,13 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	if err := pool.QueryRow(ctx, "SELECT datacenter_id, machine_id FROM "+schema+".snowflake_node()").Scan(&rep.Datacenter, &rep.Machine); err != nil {
 		return nil, fmt.Errorf("read the node: %w", err)
 	}
-	state := func() (int64, error) { return -1, nil }
-	var readable bool
-	if err := pool.QueryRow(ctx, `SELECT COALESCE((SELECT pg_catalog.has_sequence_privilege(c.oid, 'SELECT,USAGE')
-		FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND c.relkind OPERATOR(pg_catalog.=) 'S'), false)`,
-		schema+".snowflake_state").Scan(&readable); err != nil {
-		return nil, fmt.Errorf("look up snowflake_state: %w", err)
+	state, err := stateReader(ctx, pool, schema)
+	if err != nil {
+		return nil, err
 	}
-	if readable {
-		state = func() (int64, error) {
-			var v int64
-			err := pool.QueryRow(ctx, "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), -1)", schema+".snowflake_state").Scan(&v)
-			if err != nil {
-				return 0, fmt.Errorf("read snowflake_state: %w", err)
-			}
-			return v, nil
-		}
-	} else {
+	if state == nil {
 		rep.NoState = "snowflake_state is missing or not readable by this role"
+		state = func() (int64, error) { return -1, nil }
 	}
 	before, err := state()
 	if err != nil {
@@ -134,7 +123,48 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	if err := pool.QueryRow(ctx, nowMS).Scan(&start); err != nil {
 		return nil, err
 	}
-	earliest := start - maxLagMS
+	streams, err := drawIDs(ctx, pool, schema, conns, perConn)
+	if err != nil {
+		return nil, err
+	}
+	if err := pool.QueryRow(ctx, nowMS).Scan(&end); err != nil {
+		return nil, err
+	}
+	after, err := state()
+	if err != nil {
+		return nil, err
+	}
+
+	rep.judge(streams, l, run{before, after, start, end}, keep)
+	return rep, nil
+}
+
+// stateReader returns a function that reads snowflake_state's last value,
+// or nil when this role cannot read it (or it is missing).
+func stateReader(ctx context.Context, pool *pgxpool.Pool, schema string) (func() (int64, error), error) {
+	var readable bool
+	if err := pool.QueryRow(ctx, `SELECT COALESCE((SELECT pg_catalog.has_sequence_privilege(c.oid, 'SELECT,USAGE')
+		FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=) pg_catalog.to_regclass($1) AND c.relkind OPERATOR(pg_catalog.=) 'S'), false)`,
+		schema+".snowflake_state").Scan(&readable); err != nil {
+		return nil, fmt.Errorf("look up snowflake_state: %w", err)
+	}
+	if !readable {
+		return nil, nil
+	}
+	return func() (int64, error) {
+		var v int64
+		err := pool.QueryRow(ctx, "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), -1)", schema+".snowflake_state").Scan(&v)
+		if err != nil {
+			return 0, fmt.Errorf("read snowflake_state: %w", err)
+		}
+		return v, nil
+	}, nil
+}
+
+// drawIDs calls snowflake_next_id() perConn times on each of conns
+// connections at once, in batches, and returns each connection's IDs in
+// the order it got them.
+func drawIDs(ctx context.Context, pool *pgxpool.Pool, schema string, conns, perConn int) ([][]int64, error) {
 	const batch = 1000
 	streams := make([][]int64, conns)
 	g, gctx := errgroup.WithContext(ctx)
@@ -156,14 +186,22 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	if err := pool.QueryRow(ctx, nowMS).Scan(&end); err != nil {
-		return nil, err
-	}
-	after, err := state()
-	if err != nil {
-		return nil, err
-	}
+	return streams, nil
+}
 
+// A run is what CheckGenerator read around drawing the IDs: the state
+// before and after (-1 when it cannot be read), and the database's clock
+// at the start and the end, in Unix milliseconds.
+type run struct{ before, after, start, end int64 }
+
+// judge counts, in rep, the IDs that break a guarantee (out of order on
+// their connection, another node, not above the state before the run,
+// dated outside the run and beyond what the state or borrowing accounts
+// for, drawn twice) and those ahead of the clock within the state,
+// keeping up to keep examples.
+func (rep *GeneratorReport) judge(streams [][]int64, l snowflake.Layout, r run, keep int) {
+	before, after, start, end := r.before, r.after, r.start, r.end
+	earliest := start - maxLagMS
 	example := func(format string, args ...any) {
 		if len(rep.Examples) < keep {
 			rep.Examples = append(rep.Examples, fmt.Sprintf(format, args...))
@@ -222,7 +260,6 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 			example("%d drawn twice", all[i])
 		}
 	}
-	return rep, nil
 }
 
 // beyond says what bounds IDs dated after the run: the state after it,
