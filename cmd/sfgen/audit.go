@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -36,6 +37,10 @@ The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
 (as if quoted: --table Orders is not orders), looked up in pg_catalog and
 always quoted in the SQL.
+
+On a terminal, for a table of about 100,000 rows or more (pg_class's
+estimate), a line on stderr says it is reading and for how long;
+PostgreSQL reports no progress of a single SELECT.
 
 Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
 reach the database); 2 on bad usage, which includes a table or column that
@@ -81,7 +86,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	defer db.Close()
+	stop := func() {}
+	if isTerminal(c.stderr) {
+		stop = c.auditProgress(ctx, db, o)
+	}
 	r, err := audit.Run(ctx, db, o)
+	stop()
 	switch {
 	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrColumnType), errors.Is(err, audit.ErrInvalidName):
 		return c.usageError("%v", err)
@@ -146,3 +156,53 @@ func printAudit(w io.Writer, r *audit.Report, layoutName string) {
 
 // fmtMs writes v milliseconds to the microsecond, without an exponent.
 func fmtMs(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) + "ms" }
+
+// progressMinRows is the estimated size from which audit shows that it
+// is reading, on a terminal.
+const progressMinRows = 100_000
+
+// auditProgress shows, on a terminal, that the audit is reading a large
+// table: its estimated rows (pg_class.reltuples) and the time so far, as
+// PostgreSQL reports no progress of a single SELECT. It returns stop,
+// which clears the line.
+func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (stop func()) {
+	schema, table := o.Schema, o.Table
+	if schema == "" {
+		schema = audit.DefaultSchema
+	}
+	var rows float64
+	err := db.QueryRowContext(ctx, `SELECT c.reltuples FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2`, schema, table).Scan(&rows)
+	if err != nil || rows < progressMinRows {
+		return func() {}
+	}
+	ticker := time.NewTicker(250 * time.Millisecond)
+	start := time.Now()
+	clear := showProgress(c.stderr, fmt.Sprintf("sfgen audit: reading %s.%s (about %d rows)", schema, table, int64(rows)),
+		ticker.C, func() time.Duration { return time.Since(start) })
+	return func() { ticker.Stop(); clear() }
+}
+
+// showProgress writes label and the elapsed time on one line of w at
+// every tick, until stop, which waits for the last write and clears the
+// line.
+func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func() time.Duration) (stop func()) {
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick:
+				fmt.Fprintf(w, "\r\x1b[K%s: %s", label, elapsed().Round(time.Second))
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+		fmt.Fprint(w, "\r\x1b[K")
+	}
+}

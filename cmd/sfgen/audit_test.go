@@ -178,3 +178,19 @@ func TestAuditUsage(t *testing.T) {
 		t.Errorf("no database: exit %d, %q", code, errOut)
 	}
 }
+
+// TestShowProgress: each tick writes the label and the time so far on one
+// line; stop clears it.
+func TestShowProgress(t *testing.T) {
+	var b strings.Builder
+	tick := make(chan time.Time)
+	n := 0
+	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second })
+	tick <- time.Time{}
+	tick <- time.Time{} // received only once the first write is done
+	stop()
+	want := "\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): 1s\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): 2s\r\x1b[K"
+	if b.String() != want {
+		t.Errorf("progress wrote %q; want %q", b.String(), want)
+	}
+}
