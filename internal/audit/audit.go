@@ -1,8 +1,9 @@
 // Package audit checks the Snowflake IDs already stored in a table, inside
 // PostgreSQL: one SQL statement reads the table once and aggregates it
-// server-side (GROUP BY the decoded node, FILTER for the anomalies,
-// percentile_cont for the skew against a time column), so that what comes
-// back is one row per node, never one per ID.
+// server-side (a hash GROUP BY the decoded node, FILTER for the
+// anomalies, and with a time column a log histogram of the skew from which
+// windows read its percentiles; see Query), so that what comes back is one
+// row per node, never one per ID.
 //
 // The statement is Go-built text: the numbers in it (shifts, masks, the
 // epoch) come only from the snowflake.Layout, the names (schema, table,
