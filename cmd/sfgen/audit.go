@@ -20,8 +20,8 @@ sfgen audit --dsn URL --table T [--column id] [--schema S] [--layout L] [--time-
 
 Checks the Snowflake IDs already stored in a table. One SQL statement reads
 the table once and aggregates it in PostgreSQL by hash (one row per node
-comes back, never one per ID): one sequential scan, about 6 times a
-SELECT count(*) of the table (16 times with --time-column) on 3M rows.
+comes back, never one per ID): one sequential scan (the README gives
+its cost against a SELECT count(*)).
 
 It reports the rows; each node found (datacenter_id, machine_id, rows,
 first and last time); the IDs dated after the database's now() plus
