@@ -328,7 +328,16 @@ func TestNodeFleetClone(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		server.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgident.Quote(clone)+" WITH (FORCE)")
+		// A connection of its own: server is closed by then.
+		ctx := context.Background()
+		admin, err := pgx.Connect(ctx, pgtest.ServerDSN(t))
+		if err == nil {
+			_, err = admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgident.Quote(clone)+" WITH (FORCE)")
+			admin.Close(ctx)
+		}
+		if err != nil {
+			t.Errorf("drop the clone %s: %v", clone, err)
+		}
 	})
 	u, err := url.Parse(src)
 	if err != nil {
