@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -251,5 +252,55 @@ func TestVersion(t *testing.T) {
 	}
 	if code, _, errOut := sfgen(t, "version", "extra"); code != 2 || errOut == "" {
 		t.Errorf("version extra = %d, %q; want a usage error", code, errOut)
+	}
+}
+
+// TestInstallKeepsTheNode: on a schema that has sfgen, node flags that
+// name its node are fine, and any other node is refused (exit 2, nothing
+// applied, the node as it was) with the 'sfgen node' command that would
+// change it: install never silently ignores a node it was asked for. It
+// holds for an upgrade too (a schema at release 1 stays at release 1).
+func TestInstallKeepsTheNode(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	node := func(schema string) string {
+		t.Helper()
+		code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema)
+		if code != 0 {
+			t.Fatalf("node: exit %d, %s", code, errOut)
+		}
+		return out
+	}
+	if code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3", "--machine", "7"); code != 0 {
+		t.Fatalf("first install: exit %d, %s", code, errOut)
+	}
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3"); code != 0 || errOut != "" || !strings.HasPrefix(out, "nothing to apply") {
+		t.Errorf("install naming the node it has: exit %d, %q, %q; want nothing to apply", code, out, errOut)
+	}
+	before := node("ids")
+	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--machine", "8")
+	want := "sfgen install: schema ids already has sfgen with node datacenter 3, machine 7, which install keeps; to move it to datacenter 3, machine 8 run 'sfgen node --schema ids --datacenter 3 --machine 8'"
+	if code != 2 || out != "" || !strings.HasPrefix(errOut, want) {
+		t.Errorf("install asking for another node: exit %d, %q, %q; want 2 and %q", code, out, errOut, want)
+	}
+	oneLine(t, errOut)
+	if after := node("ids"); after != before {
+		t.Errorf("a refused install changed the node: %q, was %q", after, before)
+	}
+
+	// A schema at release 1 (its script), with a node flag for another node.
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: "old", Datacenter: 1, Machine: 2}, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, _ := testSchema(t, dsn)
+	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = sfgen(t, "install", "--dsn", dsn, "--schema", "old", "--datacenter", "9")
+	if code != 2 || out != "" || !strings.Contains(errOut, "node datacenter 1, machine 2, which install keeps") {
+		t.Errorf("upgrade asking for another node: exit %d, %q, %q; want 2, refused", code, out, errOut)
+	}
+	if got := node("old"); !strings.HasPrefix(got, "datacenter 1, machine 2 (schema old, sfgen release 1,") {
+		t.Errorf("after the refused upgrade: %q; want release 1 with node 1/2", got)
 	}
 }

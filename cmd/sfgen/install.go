@@ -2,11 +2,15 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -19,8 +23,9 @@ at an older release gets the upgrades it lacks (node, generator state and
 column defaults kept). Versions (one per release) are recorded in
 NAME.sfgen_db_version, apart from your application's goose_db_version.
 Running it again applies nothing. The node flags set the node of
-snowflake_next_id() on first install only; use 'sfgen node' to change it
-later.
+snowflake_next_id() on first install; on a schema that has sfgen already
+they must name the node it has (install keeps a schema's node), and any
+other node is an error that points to 'sfgen node', which changes it.
 
 --layout (Twitter's unless given) is the layout of the IDs the functions
 compose; the database records it (snowflake_layout() returns it), and a
@@ -56,6 +61,11 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	defer db.Close()
+	if sf.node.given() {
+		if code, ok := c.nodeKept(ctx, db, dsn, o.Schema, sf.node); !ok {
+			return code
+		}
+	}
 	res, err := install.Apply(ctx, db, o)
 	if errors.Is(err, install.ErrLayoutMismatch) {
 		in, ierr := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
@@ -71,9 +81,6 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if len(res.Applied) == 0 {
 		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen release %d\n", res.Schema, res.Version)
-		if sf.node.given() {
-			fmt.Fprintf(stderr, "sfgen install: the node flags apply to a first install only; use 'sfgen node' to change the node\n")
-		}
 		return exitOK
 	}
 	for _, name := range res.Applied {
@@ -81,4 +88,25 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	fmt.Fprintf(stdout, "schema %s is at sfgen release %d\n", res.Schema, res.Version)
 	return exitOK
+}
+
+// nodeKept checks, before an install into a schema that already has sfgen,
+// that the node flags ask for the node it has: install keeps a schema's
+// node, so any other is refused (exit 2) rather than silently not applied.
+// A schema without sfgen passes.
+func (c *cli) nodeKept(ctx context.Context, db *sql.DB, dsn, schema string, node nodeFlags) (code int, ok bool) {
+	var dc, m int64
+	err := db.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+pgident.Quote(schema)+".snowflake_node()").Scan(&dc, &m)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") { // undefined_function, invalid_schema_name: not installed
+		return exitOK, true
+	}
+	if err != nil {
+		return c.fail("read the node of schema %s: %s", schema, redactErr(err, dsn)), false
+	}
+	if wdc, wm := node.over(dc, m); wdc != dc || wm != m {
+		return c.usageError("schema %s already has sfgen with node datacenter %d, machine %d, which install keeps; to move it to datacenter %d, machine %d run 'sfgen node --schema %s --datacenter %d --machine %d' (IDs stay unique only if no other database or service makes IDs with that node)",
+			schema, dc, m, wdc, wm, schema, wdc, wm), false
+	}
+	return exitOK, true
 }
