@@ -171,6 +171,10 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		return c.fail("commit: %s", redactErr(err, dsn))
 	}
 	fmt.Fprintf(stdout, "datacenter %d, machine %d -> datacenter %d, machine %d %s\n", oldDC, oldM, dc, m, where)
+	if dc != oldDC || m != oldM {
+		fmt.Fprintf(stderr, "sfgen node: IDs made from now on carry datacenter %d, machine %d; those made before keep datacenter %d, machine %d. Both stay unique only while no other database or service makes IDs with either node (and the state goes on, so no ID repeats here); check a fleet with 'sfgen node --dsn A --dsn B ...'\n",
+			dc, m, oldDC, oldM)
+	}
 	return exitOK
 }
 
