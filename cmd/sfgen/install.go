@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/jackc/pgx/v5/pgconn"
-
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -95,10 +93,8 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // node, so any other is refused (exit 2) rather than silently not applied.
 // A schema without sfgen passes.
 func (c *cli) nodeKept(ctx context.Context, db *sql.DB, dsn, schema string, node nodeFlags) (code int, ok bool) {
-	var dc, m int64
-	err := db.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+pgident.Quote(schema)+".snowflake_node()").Scan(&dc, &m)
-	var pe *pgconn.PgError
-	if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") { // undefined_function, invalid_schema_name: not installed
+	dc, m, err := nodeIn(ctx, db, pgident.Quote(schema))
+	if notInstalled(err) {
 		return exitOK, true
 	}
 	if err != nil {

@@ -127,8 +127,7 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	defer tx.Rollback()
 	oldDC, oldM, err := nodeIn(ctx, tx, q)
 	if err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") { // undefined_function, invalid_schema_name
+		if notInstalled(err) {
 			return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", schema)
 		}
 		return c.fail("read the node: %s", redactErr(err, dsn))
@@ -179,9 +178,21 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 }
 
 // nodeIn reads the node of snowflake_next_id() in schema q (quoted).
-func nodeIn(ctx context.Context, tx *sql.Tx, q string) (datacenter, machine int64, err error) {
-	err = tx.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)
+func nodeIn(ctx context.Context, db rowQuerier, q string) (datacenter, machine int64, err error) {
+	err = db.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)
 	return datacenter, machine, err
+}
+
+// A rowQuerier is a *sql.DB, *sql.Conn or *sql.Tx.
+type rowQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// notInstalled reports whether err says that the schema, or sfgen's
+// functions in it, do not exist.
+func notInstalled(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") // undefined_function, invalid_schema_name
 }
 
 // A stringsFlag is a flag that may be given several times, each value
@@ -390,10 +401,9 @@ func readTargets(ctx context.Context, dsn, name string, schemas []string) []*nod
 			continue
 		}
 		t.layout, t.Layout, t.Release = in.Layout, layoutArg(in.Layout), in.Release
-		err = conn.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+pgident.Quote(t.Schema)+".snowflake_node()").Scan(&t.Datacenter, &t.Machine)
-		var pe *pgconn.PgError
+		t.Datacenter, t.Machine, err = nodeIn(ctx, conn, pgident.Quote(t.Schema))
 		switch {
-		case errors.As(err, &pe) && pe.Code == "42883": // undefined_function
+		case notInstalled(err):
 			t.missing = "snowflake_node() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
 		case err != nil:
 			t.Error = redactErr(err, dsn)

@@ -116,6 +116,9 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		schema = sqlgen.DefaultSchema
 	}
 	o.Schema = schema
+	if o.Layout == (snowflake.Layout{}) {
+		o.Layout = snowflake.Twitter
+	}
 	fsys, err := FS(o)
 	if err != nil {
 		return nil, err
@@ -413,11 +416,8 @@ func pinSearchPath(ctx context.Context, conn *sql.Conn) (restore func(), err err
 // checkClock refuses a layout whose epoch the database's clock has not
 // reached: release 2's fast path hands out the state unchecked, and before
 // the epoch that state is below the first ID, so the IDs would be
-// negative. (The zero Layout is the default, Twitter's.)
+// negative.
 func checkClock(ctx context.Context, conn *sql.Conn, l snowflake.Layout) error {
-	if l == (snowflake.Layout{}) {
-		l = snowflake.Twitter
-	}
 	var now int64
 	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::pg_catalog.int8").Scan(&now); err != nil {
 		return fmt.Errorf("read the database's clock: %w", err)
