@@ -1,0 +1,268 @@
+package native
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"text/template"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// The names the native generator goes by in a schema.
+const (
+	// FunctionName is the SQL generator's name, which Install takes over.
+	FunctionName = "snowflake_next_id"
+	// SideBySideName is the name InstallSideBySide gives it, beside the
+	// SQL snowflake_next_id().
+	SideBySideName = "snowflake_next_id_native"
+)
+
+var sqlTemplates = template.Must(template.New("").ParseFS(sqlFS, "sql/*.sql.tmpl"))
+
+type sqlData struct {
+	Schema, SchemaLiteral string
+	Name                  string
+	Library               string
+	Function, NextState   string // to_regprocedure arguments, as literals
+	Comment               string
+}
+
+func renderSQL(name string, d sqlData) (string, error) {
+	var b bytes.Buffer
+	if err := sqlTemplates.ExecuteTemplate(&b, name, d); err != nil {
+		return "", fmt.Errorf("render %s: %w", name, err)
+	}
+	return b.String(), nil
+}
+
+func newSQLData(schema, name, library string, in install.Installed) sqlData {
+	l := in.Layout
+	q := pgident.Quote(schema)
+	return sqlData{
+		Schema:        q,
+		SchemaLiteral: pgident.QuoteLiteral(q),
+		Name:          name,
+		Library:       pgident.QuoteLiteral(library),
+		Function:      pgident.QuoteLiteral(q + "." + name + "()"),
+		NextState:     pgident.QuoteLiteral(q + ".snowflake_next_state()"),
+		Comment: pgident.QuoteLiteral(fmt.Sprintf("A new Snowflake ID for this database's node (see snowflake_node()), made in C by %s (sfgen's native generator, built for layout %s): the state protocol of the SQL generator (sfgen release %d's) on the same state, so that the two can run at once. Unique across sessions, rollbacks, cancels and restarts; never repeats when the clock steps back; borrows the next millisecond rather than waiting. See docs/native.md. %s",
+			library, l.String(), Release, sqlgen.ReleaseMarker(in.Release))),
+	}
+}
+
+// Install switches schema's snowflake_next_id() to the native generator
+// in the library soPath (from Build), keeping its OID, so that column
+// defaults that call it call the C code from their next statement on. It
+// runs in one transaction: on any error the database is as it was. It
+// needs a superuser on the server's own machine (the server loads
+// soPath), and schema must hold sfgen release 2 for the layout the library
+// was built for. The function is then owned by the owner of the schema's
+// other sfgen objects, whom Uninstall needs.
+func Install(ctx context.Context, conn *pgx.Conn, schema, soPath string) error {
+	return installAs(ctx, conn, schema, soPath, FunctionName)
+}
+
+// InstallSideBySide creates the native generator as schema's
+// snowflake_next_id_native(), beside the SQL snowflake_next_id(), on the
+// same state: both can be used at once. Otherwise as Install.
+func InstallSideBySide(ctx context.Context, conn *pgx.Conn, schema, soPath string) error {
+	return installAs(ctx, conn, schema, soPath, SideBySideName)
+}
+
+func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string) (err error) {
+	if err := pgident.ValidateSchema(schema); err != nil {
+		return err
+	}
+	if !filepath.IsAbs(soPath) {
+		return fmt.Errorf("native: library path %q is not absolute: the server resolves it, not this process", soPath)
+	}
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("native: install into schema %s: %w", schema, err)
+	}
+	defer func() {
+		if err != nil {
+			tx.Rollback(context.Background())
+		}
+	}()
+	if _, err := tx.Exec(ctx, "SET LOCAL search_path = pg_catalog, pg_temp"); err != nil {
+		return fmt.Errorf("native: install into schema %s: %w", schema, err)
+	}
+	if err := checkSuperuser(ctx, tx); err != nil {
+		return err
+	}
+	in, err := checkInstalled(ctx, tx, schema)
+	if err != nil {
+		return err
+	}
+	d := newSQLData(schema, name, soPath, in)
+	built, err := libraryLayout(ctx, tx, d)
+	if err != nil {
+		return err
+	}
+	if built != in.Layout.String() {
+		return fmt.Errorf("native: %w: %s was built for layout %s, schema %s holds layout %s", ErrLayout, soPath, built, schema, in.Layout)
+	}
+	create, err := renderSQL("create", d)
+	if err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, create); err != nil {
+		return fmt.Errorf("native: create %s.%s(): %w", schema, name, err)
+	}
+	// One ID, as a check that the C code finds what it needs (a sequence
+	// value is not reused for it: nothing is lost but one ID).
+	smoke, err := renderSQL("smoke", d)
+	if err != nil {
+		return err
+	}
+	var id int64
+	if err := tx.QueryRow(ctx, smoke).Scan(&id); err != nil {
+		return fmt.Errorf("native: %s.%s() after install: %w", schema, name, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("native: install into schema %s: %w", schema, err)
+	}
+	return nil
+}
+
+func checkSuperuser(ctx context.Context, tx pgx.Tx) error {
+	q, err := renderSQL("superuser", sqlData{})
+	if err != nil {
+		return err
+	}
+	var super bool
+	var role string
+	if err := tx.QueryRow(ctx, q).Scan(&super, &role); err != nil {
+		return fmt.Errorf("native: read the current role: %w", err)
+	}
+	if !super {
+		return fmt.Errorf("native: %w: role %s cannot create a C function; install the native generator as a superuser (the functions it creates then belong to the schema's sfgen owner, and callers need no more privilege than for the SQL one)", ErrNotSuperuser, role)
+	}
+	return nil
+}
+
+func checkInstalled(ctx context.Context, tx pgx.Tx, schema string) (install.Installed, error) {
+	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return tx.QueryRow(ctx, q, args...)
+	}, schema)
+	if err != nil {
+		return in, fmt.Errorf("native: %w", err)
+	}
+	if !slices.Contains(Releases, in.Release) || in.Effective() != in.Release {
+		what := fmt.Sprintf("release %d", in.Release)
+		switch {
+		case in.Release == 0:
+			what = "no sfgen"
+		case len(in.Stale) > 0:
+			what = fmt.Sprintf("release %d mixed with an older release's functions (%v)", in.Release, in.Stale)
+		}
+		return in, fmt.Errorf("native: %w: schema %s holds %s; the native generator follows the state protocol of releases %v (run sfgen install first)", ErrNotInstalled, schema, what, Releases)
+	}
+	return in, nil
+}
+
+// libraryLayout loads the library into the server and returns the layout
+// it was built for. Its errors wrap ErrLoad.
+func libraryLayout(ctx context.Context, tx pgx.Tx, d sqlData) (string, error) {
+	var layout string
+	for _, step := range []string{"load", "layout", "unload"} {
+		q, err := renderSQL(step, d)
+		if err != nil {
+			return "", err
+		}
+		if step == "layout" {
+			err = tx.QueryRow(ctx, q).Scan(&layout)
+		} else {
+			_, err = tx.Exec(ctx, q)
+		}
+		if err != nil {
+			var pe *pgconn.PgError
+			if errors.As(err, &pe) {
+				return "", fmt.Errorf("native: %w: %s (is the library on the server's machine, readable by the server's user, and built with the server's major version's pg_config?)", ErrLoad, pe.Message)
+			}
+			return "", fmt.Errorf("native: %w: %v", ErrLoad, err)
+		}
+	}
+	return layout, nil
+}
+
+// Uninstall puts the SQL snowflake_next_id() back in schema, when the
+// native one replaced it, by running the plain install script of the
+// schema's release and layout again (which keeps the node and the state), as the
+// owner of the schema's sfgen objects (a superuser, or that owner, must
+// call it); and drops snowflake_next_id_native() if there is one. conn
+// must not be in a transaction: the script is one of its own. Each step
+// is atomic and Uninstall can run again.
+func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
+	if err := pgident.ValidateSchema(schema); err != nil {
+		return err
+	}
+	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return conn.QueryRow(ctx, q, args...)
+	}, schema)
+	if err != nil {
+		return fmt.Errorf("native: %w", err)
+	}
+	if in.Release == 0 {
+		return fmt.Errorf("native: %w: schema %s holds no sfgen", ErrNotInstalled, schema)
+	}
+	d := newSQLData(schema, FunctionName, "", in)
+	langQ, err := renderSQL("language", d)
+	if err != nil {
+		return err
+	}
+	var lang string
+	if err := conn.QueryRow(ctx, langQ).Scan(&lang); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return fmt.Errorf("native: read %s.snowflake_next_id(): %w", schema, err)
+	}
+	if lang == "c" {
+		if err := restoreSQL(ctx, conn, schema, in, d); err != nil {
+			return err
+		}
+	}
+	drop, err := renderSQL("drop_side", d)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, drop); err != nil {
+		return fmt.Errorf("native: drop %s.%s(): %w", schema, SideBySideName, err)
+	}
+	return nil
+}
+
+// restoreSQL runs the plain script over schema as the owner of its sfgen
+// objects.
+func restoreSQL(ctx context.Context, conn *pgx.Conn, schema string, in install.Installed, d sqlData) error {
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: in.Layout, Schema: schema}, in.Release)
+	if err != nil {
+		return fmt.Errorf("native: %w", err)
+	}
+	ownerQ, err := renderSQL("owner", d)
+	if err != nil {
+		return err
+	}
+	var owner, current string
+	if err := conn.QueryRow(ctx, ownerQ).Scan(&owner, &current); err != nil {
+		return fmt.Errorf("native: read the owner of %s.snowflake_next_state(): %w", schema, err)
+	}
+	if owner != current {
+		if _, err := conn.Exec(ctx, "SET ROLE "+pgident.Quote(owner)); err != nil {
+			return fmt.Errorf("native: become %s, the owner of schema %s's sfgen objects, to put the SQL generator back: %w", owner, schema, err)
+		}
+		defer conn.Exec(context.Background(), "RESET ROLE")
+	}
+	if _, err := conn.Exec(ctx, string(script)); err != nil {
+		return fmt.Errorf("native: put the SQL snowflake_next_id() back in schema %s: %w", schema, err)
+	}
+	return nil
+}

@@ -1,0 +1,256 @@
+// Package native builds and installs sfgen's snowflake_next_id() in C, a
+// PostgreSQL extension for servers that load C code, which keeps every
+// guarantee of the SQL generator and shares its state (docs/native.md).
+//
+// [Header] renders the C header of a layout's constants from the same
+// [snowflake.Layout] value as the Go composer and the SQL; [Build] writes
+// the sources of package native (the repository's native/ directory) and
+// that header into a directory and builds them with PGXS (make
+// USE_PGXS=1), which needs pg_config and the server's headers
+// (postgresql-server-dev-NN on Debian). [Install] switches a schema's
+// snowflake_next_id() to the built library, in one transaction, as a
+// superuser; [InstallSideBySide] adds it as snowflake_next_id_native()
+// beside the SQL one instead; [Uninstall] puts the SQL definition back.
+// The library needs no shared_preload_libraries, and callers of the
+// function need no privilege beyond the SQL generator's.
+package native
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"text/template"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+	nativesrc "github.com/sfgen/sfgen/native"
+)
+
+// Release is the SQL release whose state protocol the C code follows.
+const Release = 2
+
+// Releases are the SQL releases the native generator installs over:
+// those whose snowflake_next_id(), snowflake_next_state() and state
+// objects are release 2's (TestReleasesShareTheProtocol checks each one
+// sqlgen renders). Release 3 changes only how the node is first set.
+var Releases = []int{2, 3}
+
+// Library is the file name of the built library in Build's directory.
+const Library = "sfgen_native.so"
+
+// HeaderName is the name of the generated header the C source includes.
+const HeaderName = "sfgen_layout.h"
+
+// Errors that say why the native generator cannot be built or installed.
+var (
+	// ErrNoPGConfig: no pg_config that runs ($PG_CONFIG, PATH, Debian's
+	// /usr/lib/postgresql/*/bin).
+	ErrNoPGConfig = errors.New("no pg_config")
+	// ErrNoHeaders: pg_config names a server include directory without
+	// postgres.h (install postgresql-server-dev-NN).
+	ErrNoHeaders = errors.New("no PostgreSQL server headers")
+	// ErrBuild: make failed.
+	ErrBuild = errors.New("build of the native generator failed")
+	// ErrNotSuperuser: creating a C function takes a superuser.
+	ErrNotSuperuser = errors.New("not a superuser")
+	// ErrLoad: the server cannot load the library (not on its machine,
+	// not readable by it, built for another major version).
+	ErrLoad = errors.New("the server cannot load the native generator")
+	// ErrNotInstalled: the schema does not hold an sfgen release of Releases.
+	ErrNotInstalled = errors.New("no sfgen release the native generator follows in the schema")
+	// ErrLayout: the library was built for another layout than the schema's.
+	ErrLayout = errors.New("layout mismatch")
+)
+
+//go:embed header.h.tmpl
+var headerTemplate string
+
+//go:embed sql/*.sql.tmpl
+var sqlFS embed.FS
+
+var header = template.Must(template.New("header").Parse(headerTemplate))
+
+type headerData struct {
+	Layout                                 string
+	Release                                int
+	Epoch, MaxSequence, MinState, MaxState int64
+	SequenceBits, NodeBits, TimestampShift uint
+	StaleMs, CatchUpSpreadMs               int64
+	TimestampError                         string // a C string literal, a format with one %lld
+}
+
+// Header renders the C header of l's constants (the zero Layout means
+// snowflake.Twitter, as in sqlgen).
+func Header(l snowflake.Layout) ([]byte, error) {
+	if l == (snowflake.Layout{}) {
+		l = snowflake.Twitter
+	}
+	sb := l.Bits(snowflake.FieldSequence)
+	// The SQL's range message, with %lld where it shows the value.
+	msg := snowflake.RangeMessage(snowflake.FieldTimestamp, "\x00", l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp))
+	msg = strings.ReplaceAll(strings.ReplaceAll(msg, "%", "%%"), "\x00", "%lld")
+	d := headerData{
+		Layout:          l.String(),
+		Release:         Release,
+		Epoch:           l.Epoch(),
+		MaxSequence:     l.Max(snowflake.FieldSequence),
+		MinState:        l.Epoch() << sb,
+		MaxState:        l.Max(snowflake.FieldTimestamp)<<sb | l.Max(snowflake.FieldSequence),
+		SequenceBits:    sb,
+		NodeBits:        l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
+		TimestampShift:  l.Shift(snowflake.FieldTimestamp),
+		StaleMs:         sqlgen.StaleAfter.Milliseconds(),
+		CatchUpSpreadMs: (sqlgen.StaleAfter - sqlgen.CatchUpAfter).Milliseconds(),
+		TimestampError:  cString(msg),
+	}
+	var b bytes.Buffer
+	if err := header.Execute(&b, d); err != nil {
+		return nil, fmt.Errorf("render %s: %w", HeaderName, err)
+	}
+	return b.Bytes(), nil
+}
+
+// cString quotes s, printable ASCII, as a C string literal.
+func cString(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r > 0x7e:
+			fmt.Fprintf(&b, "\\%03o", r&0xff)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// A BuildOption changes how Build builds.
+type BuildOption func(*buildConfig)
+
+type buildConfig struct{ pgConfig string }
+
+// WithPGConfig builds with the given pg_config (it must be the server's
+// major version); by default FindPGConfig's.
+func WithPGConfig(path string) BuildOption { return func(c *buildConfig) { c.pgConfig = path } }
+
+// FindPGConfig returns the pg_config to build with: $PG_CONFIG when set,
+// else the one on PATH, else the highest-numbered Debian
+// /usr/lib/postgresql/*/bin/pg_config; each must run. Its error wraps
+// ErrNoPGConfig and names every place it looked.
+func FindPGConfig() (string, error) {
+	var tried, candidates []string
+	if p := os.Getenv("PG_CONFIG"); p != "" {
+		candidates = append(candidates, p)
+	} else {
+		if p, err := exec.LookPath("pg_config"); err == nil {
+			candidates = append(candidates, p)
+		} else {
+			tried = append(tried, "PATH")
+		}
+		if dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pg_config"); len(dirs) > 0 {
+			for i := len(dirs) - 1; i >= 0; i-- {
+				candidates = append(candidates, dirs[i])
+			}
+		} else {
+			tried = append(tried, "/usr/lib/postgresql/*/bin")
+		}
+	}
+	for _, p := range candidates {
+		if out, err := exec.Command(p, "--version").CombinedOutput(); err != nil {
+			tried = append(tried, fmt.Sprintf("%s (%v: %s)", p, err, strings.TrimSpace(string(out))))
+			continue
+		}
+		return p, nil
+	}
+	return "", fmt.Errorf("%w: looked in %s; install the server's development files (postgresql-server-dev-NN) or set $PG_CONFIG", ErrNoPGConfig, strings.Join(tried, ", "))
+}
+
+// Build writes the native sources and l's header into dir (created if
+// need be) and builds them with PGXS; it returns the absolute path of the
+// library. dir and the library are made readable by every user, since
+// the server, which loads it, runs as its own. The error wraps
+// ErrNoPGConfig, ErrNoHeaders or ErrBuild (with make's output).
+func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOption) (string, error) {
+	var c buildConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.pgConfig == "" {
+		p, err := FindPGConfig()
+		if err != nil {
+			return "", err
+		}
+		c.pgConfig = p
+	}
+	out, err := exec.CommandContext(ctx, c.pgConfig, "--includedir-server", "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%w: %s --includedir-server: %v", ErrNoPGConfig, c.pgConfig, err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	include := strings.TrimSpace(lines[0])
+	if _, err := os.Stat(filepath.Join(include, "postgres.h")); err != nil {
+		return "", fmt.Errorf("%w: %s has no postgres.h (pg_config %s, %s); install postgresql-server-dev-NN",
+			ErrNoHeaders, include, c.pgConfig, strings.TrimSpace(lines[len(lines)-1]))
+	}
+	dir, err = filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return "", err
+	}
+	h, err := Header(l)
+	if err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(dir, HeaderName), h, 0o644); err != nil {
+		return "", err
+	}
+	err = fs.WalkDir(nativesrc.Sources, "src", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := nativesrc.Sources.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dir, filepath.Base(path)), b, 0o644)
+	})
+	if err != nil {
+		return "", fmt.Errorf("write the native sources: %w", err)
+	}
+	// with_llvm=no: no JIT bitcode, so no clang needed.
+	cmd := exec.CommandContext(ctx, "make", "-C", dir, "USE_PGXS=1", "PG_CONFIG="+c.pgConfig, "with_llvm=no")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("%w: make in %s: %v\n%s", ErrBuild, dir, err, tail(b))
+	}
+	so := filepath.Join(dir, Library)
+	if err := os.Chmod(so, 0o755); err != nil {
+		return "", fmt.Errorf("%w: %v", ErrBuild, err)
+	}
+	return so, nil
+}
+
+// tail is the end of a command's output, for an error.
+func tail(b []byte) string {
+	const n = 4000
+	if len(b) > n {
+		b = append([]byte("..."), b[len(b)-n:]...)
+	}
+	return strings.TrimSpace(string(b))
+}
