@@ -17,7 +17,12 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 )
 
-func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+func TestMain(m *testing.M) {
+	if os.Getenv(holderEnv) != "" {
+		runLeaseHolder()
+	}
+	os.Exit(pgtest.Main(m))
+}
 
 // scanner is what pgx.Row and *sql.Row have in common.
 type scanner interface{ Scan(dest ...any) error }

@@ -26,6 +26,9 @@ import (
 // in it.
 var publicAPI = []string{
 	"Compose", "Decompose", "Discord", "DiscordEpoch",
+	"DefaultLeaseTTL", "ErrLeaseClosed", "ErrLeaseLost", "ErrNoFreeNode", "ErrNoLeases",
+	"Lease", "Lease.Close", "Lease.Datacenter", "Lease.Done", "Lease.Err", "Lease.Layout", "Lease.Machine", "Lease.Next",
+	"LeaseOptions", "TakeLease",
 	"ErrInvalidLayout", "ErrNullID", "ErrOutOfRange", "ErrSyntax", "ErrZeroLayout",
 	"Field", "FieldDatacenter", "FieldID", "FieldMachine", "FieldSequence", "FieldTimestamp",
 	"FirstID", "Generator", "Generator.Layout", "Generator.Next",
@@ -96,8 +99,9 @@ func TestPublicAPI(t *testing.T) {
 }
 
 // cliOnly are the internal/snowflake methods that stay out of the public
-// API: the command's binary breakdown.
-var cliOnly = []string{"Binary", "Segments"}
+// API: the command's binary breakdown, and what Lease uses of a generator
+// (a lease's floor and limit, and its stop).
+var cliOnly = []string{"Binary", "Segments", "NewGeneratorWithin", "SetLimit", "Stop"}
 
 // TestMirrorsInternal checks that every method of internal/snowflake's
 // types (but cliOnly) has its twin in this package, with the same
@@ -310,14 +314,14 @@ func TestGeneratorNode(t *testing.T) {
 }
 
 // TestDependencies: importing sfgen brings in the standard library and
-// nothing else, whatever the command and the tests use.
+// nothing else (but two small packages of its own), whatever the command and the tests use.
 func TestDependencies(t *testing.T) {
 	out, err := exec.Command(goTool(t), "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	got := strings.Fields(string(out))
-	want := []string{"github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen"}
+	want := []string{"github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen"}
 	if !slices.Equal(got, want) {
 		t.Errorf("sfgen's non-standard dependencies: %v, want %v", got, want)
 	}

@@ -1,6 +1,9 @@
 package snowflake
 
 import (
+	"errors"
+	"fmt"
+	"math"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -66,10 +69,87 @@ type Generator struct {
 	startNano int64     // wall-clock time at construction, Unix nanoseconds
 	start     time.Time // the same instant, with its monotonic reading
 
+	// For a generator of a leased node (NewGeneratorWithin): IDs are
+	// dated from floor on, while the clock is behind it the generator
+	// borrows milliseconds up to it instead of waiting, and no ID is dated
+	// after limit; once stop holds an error, Next returns it. All three
+	// are milliseconds since the epoch; a plain generator has floor 0 and
+	// limit maxOffset.
+	floor int64
+	limit atomic.Int64
+	stop  atomic.Pointer[error]
+	// stoppedAt is the state when Stop replaced it with stopped.
+	stoppedAt atomic.Int64
+
 	// clock, when not nil, replaces the real clock; it returns Unix
 	// milliseconds. Tests use it.
 	clock func() int64
 }
+
+// ErrBeyondLimit is returned by Next of a generator made with
+// NewGeneratorWithin when its next ID would be dated after the limit.
+var ErrBeyondLimit = errors.New("the next ID would be dated after the generator's limit")
+
+// NewGeneratorWithin returns a generator for a node that is lent for a
+// time, as a node lease is: its IDs are dated from floorMs on, and none
+// after limitMs, until SetLimit raises it (all Unix milliseconds). While
+// its clock is behind floorMs, it carries on above floorMs without
+// waiting, borrowing the next millisecond when one's sequence is used up;
+// from floorMs on it is a plain Generator. Next returns an error wrapping
+// ErrBeyondLimit rather than date an ID after the limit, and the error
+// given to Stop once Stop is called. floorMs and limitMs must lie in the
+// layout's time range, limitMs at or after floorMs.
+func (l Layout) NewGeneratorWithin(datacenter, machine, floorMs, limitMs int64) (*Generator, error) {
+	g, err := l.NewGenerator(datacenter, machine)
+	if err != nil {
+		return nil, err
+	}
+	for _, ms := range []int64{floorMs, limitMs} {
+		if ms < l.epoch || ms-l.epoch > g.maxOffset {
+			return nil, l.rangeError(FieldTimestamp, ms)
+		}
+	}
+	if limitMs < floorMs {
+		return nil, fmt.Errorf("generator limit %d is before its floor %d: %w", limitMs, floorMs, ErrOutOfRange)
+	}
+	g.floor = floorMs - l.epoch
+	g.limit.Store(limitMs - l.epoch)
+	g.state.Store(g.floor<<g.seqBits - 1)
+	return g, nil
+}
+
+// SetLimit raises the latest time (Unix milliseconds) a generator made
+// with NewGeneratorWithin may put in an ID; a lower value than the limit
+// it has is ignored.
+func (g *Generator) SetLimit(limitMs int64) {
+	limit := min(limitMs-g.layout.epoch, g.maxOffset)
+	for {
+		old := g.limit.Load()
+		if limit <= old || g.limit.CompareAndSwap(old, limit) {
+			return
+		}
+	}
+}
+
+// Stop makes every later call of Next return err, which must not be nil,
+// and returns the time, in Unix milliseconds, of the last ID the
+// generator issued (the millisecond before its floor if it issued none).
+// No call of Next returns an ID after Stop has returned, not even one
+// that had begun before. Calling Stop again returns the same time and
+// keeps the first error.
+func (g *Generator) Stop(err error) (lastMs int64) {
+	g.stop.CompareAndSwap(nil, &err)
+	last := g.state.Swap(stopped)
+	if last == stopped {
+		last = g.stoppedAt.Load()
+	} else {
+		g.stoppedAt.Store(last)
+	}
+	return last>>g.seqBits + g.layout.epoch
+}
+
+// stopped is the state of a stopped generator: no ID's.
+const stopped = math.MaxInt64
 
 // NewGenerator returns a generator of IDs in the Twitter layout for the
 // given datacenter (0 to 31) and machine (0 to 31). A value out of range
@@ -100,6 +180,7 @@ func (l Layout) NewGenerator(datacenter, machine int64) (*Generator, error) {
 		start:     start,
 	}
 	g.state.Store(-1)
+	g.limit.Store(g.maxOffset)
 	return g, nil
 }
 
@@ -111,22 +192,34 @@ func (g *Generator) Layout() Layout { return g.layout }
 // FieldTimestamp, wrapping ErrOutOfRange, when the generator's time is
 // before the layout's epoch or after its latest time.
 func (g *Generator) Next() (ID, error) {
+	if err := g.stop.Load(); err != nil {
+		return 0, *err
+	}
 	now := g.now()
 	for {
 		if now < 0 || now > g.maxOffset {
 			return 0, g.layout.rangeError(FieldTimestamp, now+g.layout.epoch)
 		}
 		old := g.state.Load()
+		if old == stopped {
+			return 0, *g.stop.Load()
+		}
 		next := old + 1
 		floor := now << g.seqBits
 		if next < floor {
 			// The clock has moved on: start its millisecond at sequence 0.
 			next = floor
-		} else if next > floor && next&(1<<g.seqBits-1) == 0 {
+		} else if next > floor && next&(1<<g.seqBits-1) == 0 && now >= g.floor {
 			// The last millisecond issued is full, and the clock has not
-			// left it: wait for the next one.
+			// left it: wait for the next one. (Behind a lease's floor,
+			// carry on into the next millisecond instead.)
 			now = g.waitFor(next >> g.seqBits)
 			continue
+		}
+		if ms := next >> g.seqBits; ms > g.limit.Load() {
+			return 0, fmt.Errorf("generator for node %d/%d: the next ID would be dated %s, after the limit %s: %w",
+				g.node>>g.layout.Shift(FieldDatacenter)&g.layout.Max(FieldDatacenter), g.node>>g.layout.Shift(FieldMachine)&g.layout.Max(FieldMachine),
+				time.UnixMilli(ms+g.layout.epoch).UTC().Format(time.RFC3339Nano), time.UnixMilli(g.limit.Load()+g.layout.epoch).UTC().Format(time.RFC3339Nano), ErrBeyondLimit)
 		}
 		if g.state.CompareAndSwap(old, next) {
 			return ID(next>>g.seqBits<<g.tsShift | g.node | next&(1<<g.seqBits-1)), nil

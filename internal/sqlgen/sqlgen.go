@@ -25,19 +25,31 @@ type Options struct {
 	// until `sfgen node` changes it; each from 0 to the layout's maximum.
 	// An install or upgrade keeps the node a schema already has.
 	Datacenter, Machine int64
+	// UnsetNode, from release 3 on, renders a first install without a
+	// node: it takes one from the installing session's settings
+	// sfgen.datacenter and sfgen.machine when both are set, and otherwise
+	// leaves it unset, so that snowflake_next_id() refuses (SQLSTATE
+	// SF201, naming the fix) until `sfgen node` sets one. Datacenter and
+	// Machine must then be 0. Releases 1 and 2 always set Datacenter and
+	// Machine.
+	UnsetNode bool
 }
 
 // Latest is the newest release of sfgen's SQL: what Script, Migration and
 // the last of Migrations install. Releases are numbered from 1; a
 // released file never changes, and every change to the SQL is a new
 // release with a migration from the one before.
-const Latest = 2
+const Latest = 3
 
 // ErrUnknownRelease is returned for a release number that is not 1 to
 // Latest (or, for Upgrade, 2 to Latest).
 var ErrUnknownRelease = errors.New("unknown sfgen release")
 
-//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl
+// ErrNodeAndUnset is returned for Options that name a node and ask for
+// none (UnsetNode).
+var ErrNodeAndUnset = errors.New("options both set a node and leave it unset")
+
+//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -58,6 +70,7 @@ type outOfRange struct{ Message, Arg string }
 var releaseTemplates = [Latest + 1]*template.Template{
 	1: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release1/*.sql.tmpl")),
 	2: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release2/*.sql.tmpl")),
+	3: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release3/*.sql.tmpl")),
 }
 
 // Script renders the plain install script of the latest release. It runs
@@ -72,8 +85,8 @@ func ScriptAt(o Options, release int) ([]byte, error) {
 	switch release {
 	case 1:
 		return render(o, 1, "snowflake.sql.tmpl", false)
-	case 2:
-		return render(o, 2, "script.sql.tmpl", false)
+	case 2, 3:
+		return render(o, release, "script.sql.tmpl", false)
 	}
 	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
 }
@@ -91,18 +104,18 @@ func Migration(o Options) ([]byte, error) { return render(o, Latest, "install.sq
 // upgrade keeps the node the schema has, so o's node is not used (and
 // must still be in range).
 func Upgrade(o Options, to int) ([]byte, error) {
-	if to != 2 {
+	if to < 2 || to > Latest {
 		return nil, fmt.Errorf("upgrade to release %d: %w", to, ErrUnknownRelease)
 	}
 	if _, err := newTemplateData(o, to, true); err != nil {
 		return nil, err
 	}
-	o.Datacenter, o.Machine = 0, 0
-	prev, err := renderParts(o, 1, true, "compose_up", "range_up", "next_id_up")
+	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
+	prev, err := renderParts(o, to-1, true, "compose_up", "range_up", "next_id_up")
 	if err != nil {
 		return nil, err
 	}
-	return renderWith(o, 2, "upgrade.sql.tmpl", true, func(d *templateData) { d.PreviousUp = prev })
+	return renderWith(o, to, "upgrade.sql.tmpl", true, func(d *templateData) { d.PreviousUp = prev })
 }
 
 // A File is one goose migration of sfgen's release line.
@@ -167,17 +180,20 @@ const (
 	LockWait = 5 * time.Second
 )
 
-// knownFunctionNames are the names in knownFunctions, each once.
-var knownFunctionNames = func() []string {
+// knownFunctionNames are the names in knownFunctions, each once;
+// knownFunctionNames2 those in knownFunctions2.
+var knownFunctionNames, knownFunctionNames2 = functionNames(knownFunctions), functionNames(knownFunctions2)
+
+func functionNames(signatures []string) []string {
 	var names []string
-	for _, f := range knownFunctions {
+	for _, f := range signatures {
 		name, _, _ := strings.Cut(f, "(")
 		if !slices.Contains(names, name) {
 			names = append(names, name)
 		}
 	}
 	return names
-}()
+}
 
 // MarkedFunctions are the functions whose comments end with
 // ReleaseMarker of the release that wrote them (from release 2 on): a
@@ -185,10 +201,19 @@ var knownFunctionNames = func() []string {
 // release N's marker had an older release's script run over it.
 // (snowflake_node_bits(), which snowflake_set_node() writes, keeps the
 // comment release 1 gave it.)
-var MarkedFunctions = []string{
+var MarkedFunctions = append(slices.Clip(markedFunctions2), leaseFunctionNames...)
+
+// markedFunctions2 are release 2's MarkedFunctions, as its files list them.
+var markedFunctions2 = []string{
 	"snowflake_layout", "snowflake_release", "snowflake_compose", "snowflake_decompose",
 	"snowflake_timestamp", "snowflake_first_id", "snowflake_last_id", "snowflake_set_node",
 	"snowflake_node", "snowflake_next_state", "snowflake_next_id", "snowflake_next_id_slow",
+}
+
+// leaseFunctionNames are the functions release 3 added for node leases.
+var leaseFunctionNames = []string{
+	"snowflake_lease_take", "snowflake_lease_renew", "snowflake_lease_release",
+	"snowflake_lease_reserve", "snowflake_lease_unreserve",
 }
 
 // ReleaseMarker is how the comment of each of release r's objects ends.
@@ -197,7 +222,16 @@ func ReleaseMarker(r int) string { return fmt.Sprintf("Generated by sfgen releas
 // knownFunctions are the signatures of every function any sfgen release
 // (or an install from before release 1) has created, with types as
 // to_regprocedure reads them under a pinned search_path.
-var knownFunctions = []string{
+var knownFunctions = append(slices.Clip(knownFunctions2),
+	"snowflake_lease_take(pg_catalog.text, bigint)",
+	"snowflake_lease_renew(integer, integer, bigint, bigint)",
+	"snowflake_lease_release(integer, integer, bigint, bigint)",
+	"snowflake_lease_reserve(integer, integer, pg_catalog.text)",
+	"snowflake_lease_unreserve(integer, integer)",
+)
+
+// knownFunctions2 are the knownFunctions as release 2's files list them.
+var knownFunctions2 = []string{
 	"snowflake_layout()", "snowflake_release()",
 	"snowflake_compose(bigint, integer, integer, integer)",
 	"snowflake_decompose(bigint)", "snowflake_timestamp(bigint)",
@@ -238,10 +272,12 @@ type templateData struct {
 	SequenceError, IDError                        string
 
 	// For snowflake_next_id(), whose state is (unix_ms << SequenceBits) | sequence.
-	NodeBits uint  // DatacenterBits + MachineBits
-	NodeFrom uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
-	MinState int64 // Epoch << SequenceBits: the state of the first ID
-	MaxState int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
+	NodeSet   bool  // a first install sets the node Datacenter, Machine (else: the session's settings, or unset)
+	NodeSpace int64 // how many nodes the layout has: (MaxDatacenter+1) * (MaxMachine+1)
+	NodeBits  uint  // DatacenterBits + MachineBits
+	NodeFrom  uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
+	MinState  int64 // Epoch << SequenceBits: the state of the first ID
+	MaxState  int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
 
 	// When snowflake_next_id() catches up with the clock, in milliseconds
 	// since the last catch-up: due from CatchUpMs (one call in a few takes
@@ -268,6 +304,9 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	}
 	if err := pgident.ValidateSchema(schema); err != nil {
 		return nil, err
+	}
+	if o.UnsetNode && (o.Datacenter != 0 || o.Machine != 0) {
+		return nil, fmt.Errorf("render sql: a node (%d/%d) and UnsetNode: %w", o.Datacenter, o.Machine, ErrNodeAndUnset)
 	}
 	for _, n := range []struct {
 		f snowflake.Field
@@ -313,10 +352,12 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		SequenceError:   msg(snowflake.FieldSequence),
 		IDError:         msg(snowflake.FieldID),
 
-		NodeBits: l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
-		NodeFrom: 65 - l.Bits(snowflake.FieldSequence),
-		MinState: l.Epoch() << l.Bits(snowflake.FieldSequence),
-		MaxState: l.Max(snowflake.FieldTimestamp)<<l.Bits(snowflake.FieldSequence) | l.Max(snowflake.FieldSequence),
+		NodeSet:   !o.UnsetNode,
+		NodeSpace: (l.Max(snowflake.FieldDatacenter) + 1) * (l.Max(snowflake.FieldMachine) + 1),
+		NodeBits:  l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
+		NodeFrom:  65 - l.Bits(snowflake.FieldSequence),
+		MinState:  l.Epoch() << l.Bits(snowflake.FieldSequence),
+		MaxState:  l.Max(snowflake.FieldTimestamp)<<l.Bits(snowflake.FieldSequence) | l.Max(snowflake.FieldSequence),
 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
@@ -324,6 +365,10 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		KnownFunctions: knownFunctions, KnownFunctionNames: knownFunctionNames, MarkedFunctions: MarkedFunctions,
 		LockWaitSeconds: int64(LockWait / time.Second),
 		LockWaitMs:      CatchUpLockWait.Milliseconds(),
+	}
+	if release == 2 {
+		// Frozen: the lists as release 2 shipped them.
+		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = knownFunctions2, knownFunctionNames2, markedFunctions2
 	}
 	if release == 1 {
 		// Frozen: what release 1 shipped, whatever the constants say now.

@@ -1,0 +1,298 @@
+package sfgen
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/snowflake"
+)
+
+// Lease errors.
+var (
+	// ErrLeaseLost is returned by Lease.Next once the lease is lost: not
+	// renewed before it expired (the database unreachable for a TTL, or
+	// the process stopped for that long), or taken from its holder. The
+	// node may be another process's by then, so the lease makes no more
+	// IDs; take a new one.
+	ErrLeaseLost = errors.New("node lease lost")
+	// ErrLeaseClosed is returned by Lease.Next after Close.
+	ErrLeaseClosed = errors.New("node lease closed")
+	// ErrNoFreeNode is returned by TakeLease when every node of the
+	// layout is leased, reserved or a schema's own in that database.
+	ErrNoFreeNode = errors.New("no free node to lease")
+	// ErrNoLeases is returned by TakeLease for a schema whose sfgen
+	// release predates leases (release 3), or that has no sfgen install.
+	ErrNoLeases = errors.New("schema has no sfgen node leases")
+)
+
+// DefaultLeaseTTL is the TTL of a lease whose LeaseOptions.TTL is 0.
+const DefaultLeaseTTL = 15 * time.Second
+
+// LeaseOptions say which database schema leases a node, to whom, and for
+// how long.
+type LeaseOptions struct {
+	// Schema is the schema with sfgen's functions (release 3 or later)
+	// whose lease table hands out the node; "" means "public". Its layout
+	// is the lease's.
+	Schema string
+	// Holder names the lease's holder in the lease table; "" means the
+	// host name and process id.
+	Holder string
+	// TTL is how long the lease lasts without a renewal, from 1 second to
+	// 24 hours; 0 means DefaultLeaseTTL. The lease renews itself every
+	// TTL/3. A holder that dies (kill -9 included) frees its node a TTL
+	// after its last renewal.
+	TTL time.Duration
+}
+
+// A Lease is a node of a layout that a database lent this process for a
+// time, and the generator of its IDs. TakeLease takes one; it renews
+// itself in the background while the process lives, until Close. Its Next
+// makes IDs like a Generator's, and is safe for any number of goroutines.
+//
+// A lease guarantees three things. No other lease of that database
+// schema holds its node at the same time, nor does any schema of the
+// database with sfgen's functions of the same layout use it as its own
+// node, nor a node reserved there (snowflake_lease_reserve(), for makers
+// the database cannot see, such as other databases). Next stops, returning
+// ErrLeaseLost, before the database could give the node to anyone else:
+// it counts the TTL from before each renewal was sent, on the monotonic
+// clock. And every ID is dated from the lease's floor — above every ID of
+// the node's earlier holders — to its high-water mark, which each renewal
+// raises: a restarted process given the same node, even with its clock
+// behind, never repeats an ID; while its clock is behind the floor, Next
+// carries on above the floor without waiting.
+//
+// Every database call is one statement, and no session state is kept
+// between calls, so leases work through a transaction-pooling pgbouncer
+// (with a driver setting that does not rely on named prepared statements
+// across transactions, such as pgx's default_query_exec_mode=exec, or
+// pgbouncer 1.21's max_prepared_statements).
+type Lease struct {
+	db     *sql.DB
+	schema string // quoted
+	layout Layout
+	dc, m  int64
+	token  int64
+	ttl    time.Duration
+	gen    *snowflake.Generator
+
+	start    time.Time    // monotonic origin of deadline
+	deadline atomic.Int64 // nanoseconds after start when the lease may have expired
+
+	stop      chan struct{}
+	done      chan struct{} // closed when the lease is lost or closed
+	renewed   sync.WaitGroup
+	closeOnce sync.Once
+	mu        sync.Mutex
+	err       error // why done was closed
+	lastMs    int64 // when done was closed: the time of the last ID
+}
+
+// TakeLease asks the database behind db for a node of schema o.Schema's
+// layout, and returns its lease. It fails with ErrNoFreeNode when none is
+// free, and with ErrNoLeases when the schema's sfgen release has no
+// leases. The connection's role needs EXECUTE on the schema's
+// snowflake_lease_take(), snowflake_lease_renew() and
+// snowflake_lease_release(), which only the owner has until it grants it.
+func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) {
+	schema := o.Schema
+	if schema == "" {
+		schema = "public"
+	}
+	if err := pgident.ValidateSchema(schema); err != nil {
+		return nil, err
+	}
+	ttl := o.TTL
+	if ttl == 0 {
+		ttl = DefaultLeaseTTL
+	}
+	if ttl < time.Second || ttl > 24*time.Hour {
+		return nil, fmt.Errorf("lease TTL %v is out of range [1s, 24h]: %w", ttl, ErrOutOfRange)
+	}
+	holder := o.Holder
+	if holder == "" {
+		host, _ := os.Hostname()
+		holder = fmt.Sprintf("%s pid %d", host, os.Getpid())
+	}
+	q := pgident.Quote(schema)
+	var spec string
+	var release int
+	err := db.QueryRowContext(ctx, `SELECT COALESCE((SELECT `+q+`.snowflake_layout() WHERE pg_catalog.to_regprocedure($1) IS NOT NULL), ''),
+		COALESCE((SELECT `+q+`.snowflake_release() WHERE pg_catalog.to_regprocedure($2) IS NOT NULL), 0)`,
+		q+".snowflake_layout()", q+".snowflake_release()").Scan(&spec, &release)
+	if err != nil {
+		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
+	}
+	if release < 3 {
+		if spec == "" {
+			return nil, fmt.Errorf("take a node lease: schema %s has no sfgen install: %w", schema, ErrNoLeases)
+		}
+		return nil, fmt.Errorf("take a node lease: schema %s is at sfgen release %d, before leases (release 3); upgrade it with sfgen install: %w",
+			schema, max(release, 1), ErrNoLeases)
+	}
+	layout, err := ParseLayout(spec)
+	if err != nil {
+		return nil, fmt.Errorf("take a node lease: schema %s's snowflake_layout() returns %q: %w", schema, spec, err)
+	}
+	l := &Lease{db: db, schema: q, layout: layout, ttl: ttl, start: time.Now(),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	sent := time.Since(l.start)
+	var floor, high int64
+	err = db.QueryRowContext(ctx, `SELECT datacenter_id, machine_id, token, floor_ms, high_water_ms FROM `+q+
+		`.snowflake_lease_take($1::pg_catalog.text, $2::bigint)`, holder, ttl.Milliseconds()).
+		Scan(&l.dc, &l.m, &l.token, &floor, &high)
+	if err != nil {
+		// pgx's and lib/pq's errors say their SQLSTATE so.
+		var state interface{ SQLState() string }
+		if errors.As(err, &state) && state.SQLState() == "SF202" {
+			return nil, fmt.Errorf("take a node lease in schema %s: %w: %w", schema, err, ErrNoFreeNode)
+		}
+		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
+	}
+	l.deadline.Store(int64(sent + ttl - margin(ttl)))
+	l.gen, err = layout.l.NewGeneratorWithin(l.dc, l.m, max(floor, layout.Epoch()), high)
+	if err != nil {
+		// The database's clock is outside the layout's range, or it
+		// handed out a lease this sfgen cannot use: give it back.
+		l.release(context.WithoutCancel(ctx), layout.Epoch()-1)
+		return nil, fmt.Errorf("take a node lease in schema %s: node %d/%d: %w", schema, l.dc, l.m, err)
+	}
+	l.renewed.Add(1)
+	go l.renew()
+	return l, nil
+}
+
+// margin is how much earlier than the database a lease counts itself
+// expired, for the difference between the two clocks' rates.
+func margin(ttl time.Duration) time.Duration { return min(ttl/20, time.Second) }
+
+// Datacenter returns the leased node's datacenter.
+func (l *Lease) Datacenter() int64 { return l.dc }
+
+// Machine returns the leased node's machine.
+func (l *Lease) Machine() int64 { return l.m }
+
+// Layout returns the layout of the lease's IDs: its schema's.
+func (l *Lease) Layout() Layout { return l.layout }
+
+// Next returns the next ID of the leased node. Its errors: ErrLeaseLost
+// or ErrLeaseClosed (wrapped) once the lease is lost or closed; an error
+// wrapping ErrOutOfRange when the next ID would be dated after the
+// lease's high-water mark (the process's clock ahead of the database's by
+// more than the TTL, or renewals late); and a Generator's errors.
+func (l *Lease) Next() (ID, error) {
+	if time.Since(l.start) > time.Duration(l.deadline.Load()) {
+		l.lose(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
+	}
+	id, err := l.gen.Next()
+	if errors.Is(err, snowflake.ErrBeyondLimit) {
+		err = fmt.Errorf("%w (%w)", err, ErrOutOfRange)
+	}
+	return ID(id), err
+}
+
+// Done returns a channel that is closed when the lease is lost or closed;
+// Err says which.
+func (l *Lease) Done() <-chan struct{} { return l.done }
+
+// Err returns nil while the lease holds, and then why it ended: an error
+// wrapping ErrLeaseLost or ErrLeaseClosed.
+func (l *Lease) Err() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.err
+}
+
+// Close stops the lease's renewals and Next, and gives the node back to
+// the database at once, with the time of its last ID, so that its next
+// holder starts above that rather than above the high-water mark. It
+// returns an error only if the database could not be told; the lease
+// then expires after its TTL.
+func (l *Lease) Close(ctx context.Context) error {
+	var err error
+	l.closeOnce.Do(func() {
+		lost := l.Err()
+		l.end(fmt.Errorf("node %d/%d: %w", l.dc, l.m, ErrLeaseClosed))
+		close(l.stop)
+		l.renewed.Wait()
+		if lost == nil {
+			err = l.release(ctx, l.lastMs)
+		}
+	})
+	return err
+}
+
+func (l *Lease) release(ctx context.Context, lastMs int64) error {
+	_, err := l.db.ExecContext(ctx, `SELECT `+l.schema+
+		`.snowflake_lease_release($1::integer, $2::integer, $3::bigint, $4::bigint)`, l.dc, l.m, l.token, lastMs)
+	if err != nil {
+		return fmt.Errorf("release node lease %d/%d: %w", l.dc, l.m, err)
+	}
+	return nil
+}
+
+// lose ends the lease because it is lost.
+func (l *Lease) lose(err error) { l.end(err) }
+
+func (l *Lease) end(err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.err != nil {
+		return
+	}
+	l.err = err
+	l.lastMs = l.gen.Stop(err)
+	close(l.done)
+}
+
+// renew renews the lease every TTL/3 (sooner again after a failed try)
+// until it is closed or lost.
+func (l *Lease) renew() {
+	defer l.renewed.Done()
+	every := l.ttl / 3
+	retry := max(l.ttl/30, 50*time.Millisecond)
+	t := time.NewTimer(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-l.done:
+			return
+		case <-t.C:
+		}
+		left := time.Duration(l.deadline.Load()) - time.Since(l.start)
+		if left <= 0 {
+			l.lose(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), left)
+		sent := time.Since(l.start)
+		var expires sql.NullTime
+		var high sql.NullInt64
+		err := l.db.QueryRowContext(ctx, `SELECT expires_at, high_water_ms FROM `+l.schema+
+			`.snowflake_lease_renew($1::integer, $2::integer, $3::bigint, $4::bigint)`,
+			l.dc, l.m, l.token, l.ttl.Milliseconds()).Scan(&expires, &high)
+		cancel()
+		switch {
+		case err != nil:
+			// Unreachable for now: try again soon, until the deadline.
+			t.Reset(retry)
+		case !high.Valid:
+			l.lose(fmt.Errorf("node %d/%d: the database no longer holds this lease (expired or taken): %w", l.dc, l.m, ErrLeaseLost))
+			return
+		default:
+			l.gen.SetLimit(high.Int64)
+			l.deadline.Store(int64(sent + l.ttl - margin(l.ttl)))
+			t.Reset(every)
+		}
+	}
+}

@@ -1,0 +1,429 @@
+package sfgen_test
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// tinyLayout has four nodes (datacenter 0-1, machine 0-1), so that tests
+// can use them all up.
+var tinyLayout = func() snowflake.Layout {
+	l, err := snowflake.ParseLayout("epoch=1288834974657 timestamp=45 datacenter=1 machine=1 sequence=16")
+	if err != nil {
+		panic(err)
+	}
+	return l
+}()
+
+type node struct{ dc, m int64 }
+
+func (n node) String() string { return fmt.Sprintf("%d/%d", n.dc, n.m) }
+
+// leaseDB is a database with sfgen installed in schema, node n, layout l.
+func leaseDB(t *testing.T, dsn, schema string, l snowflake.Layout, n node) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	if _, err := install.Apply(context.Background(), db, sqlgen.Options{Layout: l, Schema: schema, Datacenter: n.dc, Machine: n.m}); err != nil {
+		t.Fatalf("install into %s: %v", schema, err)
+	}
+	return db
+}
+
+func take(t *testing.T, db *sql.DB, o sfgen.LeaseOptions) *sfgen.Lease {
+	t.Helper()
+	l, err := sfgen.TakeLease(context.Background(), db, o)
+	if err != nil {
+		t.Fatalf("TakeLease(%+v): %v", o, err)
+	}
+	t.Cleanup(func() { l.Close(context.Background()) })
+	return l
+}
+
+// TestLeaseAvoidsEveryNodeInUse: with a layout of four nodes, one the
+// schema's own, one another schema's of the same layout, one reserved,
+// the only lease to be had is the fourth node; then none is free. A
+// schema of another layout does not count.
+func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db := leaseDB(t, dsn, "public", tinyLayout, node{0, 0})
+	leaseDB(t, dsn, "other", tinyLayout, node{1, 0})
+	leaseDB(t, dsn, "twitter", snowflake.Twitter, node{1, 1}) // another layout: another ID space
+	if _, err := db.Exec(`SELECT public.snowflake_lease_reserve(0, 1, 'database staging')`); err != nil {
+		t.Fatal(err)
+	}
+	l := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
+	if got := (node{l.Datacenter(), l.Machine()}); got != (node{1, 1}) {
+		t.Fatalf("lease of node %s; want 1/1, the only node not in use", got)
+	}
+	if l.Layout().String() != tinyLayout.String() {
+		t.Errorf("lease layout %s, want the schema's %s", l.Layout(), tinyLayout)
+	}
+	_, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{TTL: time.Minute})
+	if !errors.Is(err, sfgen.ErrNoFreeNode) {
+		t.Fatalf("a fifth TakeLease: %v; want ErrNoFreeNode", err)
+	}
+	t.Log(err)
+	// Its IDs carry its node and are dated now, in the schema's layout.
+	id, err := l.Next()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := tinyLayout.Decompose(snowflake.ID(id))
+	if err != nil || p.Datacenter != 1 || p.Machine != 1 || time.Since(p.Time()).Abs() > time.Minute {
+		t.Errorf("lease ID %d decodes to %+v, %v; want node 1/1, now", id, p, err)
+	}
+	// Closed, its node is free again, and a new lease starts above its IDs.
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Next(); !errors.Is(err, sfgen.ErrLeaseClosed) {
+		t.Errorf("Next after Close: %v; want ErrLeaseClosed", err)
+	}
+	l2 := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
+	id2, err := l2.Next()
+	if err != nil || id2 <= id {
+		t.Errorf("the next holder's first ID %d (%v); want above the last holder's %d", id2, err, id)
+	}
+}
+
+// TestLeasesConcurrent: many leases taken at once are all different.
+func TestLeasesConcurrent(t *testing.T) {
+	db := leaseDB(t, pgtest.DSN(t), "public", snowflake.Twitter, node{3, 3})
+	db.SetMaxOpenConns(20)
+	var mu sync.Mutex
+	seen := map[node]bool{{3, 3}: true}
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			l, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{TTL: time.Minute})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			t.Cleanup(func() { l.Close(context.Background()) })
+			mu.Lock()
+			defer mu.Unlock()
+			n := node{l.Datacenter(), l.Machine()}
+			if seen[n] {
+				t.Errorf("node %s leased twice, or the schema's own", n)
+			}
+			seen[n] = true
+		})
+	}
+	wg.Wait()
+}
+
+// TestLeaseLost: once the database no longer holds the lease, Next stops
+// with ErrLeaseLost (and the renewals notice it within a TTL/3).
+func TestLeaseLost(t *testing.T) {
+	db := leaseDB(t, pgtest.DSN(t), "public", snowflake.Twitter, node{0, 0})
+	l := take(t, db, sfgen.LeaseOptions{TTL: time.Second})
+	if _, err := l.Next(); err != nil {
+		t.Fatal(err)
+	}
+	// Still held after several renewals.
+	time.Sleep(1500 * time.Millisecond)
+	if _, err := l.Next(); err != nil {
+		t.Fatalf("Next after 1.5 s of renewals: %v", err)
+	}
+	if _, err := db.Exec(`UPDATE public.snowflake_lease SET expires_at = pg_catalog.clock_timestamp() - interval '1 s'
+		WHERE datacenter_id = $1 AND machine_id = $2`, l.Datacenter(), l.Machine()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-l.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease was not noticed lost")
+	}
+	if _, err := l.Next(); !errors.Is(err, sfgen.ErrLeaseLost) {
+		t.Errorf("Next after the lease was lost: %v; want ErrLeaseLost", err)
+	}
+	if !errors.Is(l.Err(), sfgen.ErrLeaseLost) {
+		t.Errorf("Err() = %v; want ErrLeaseLost", l.Err())
+	}
+}
+
+// TestLeaseStartsAboveHighWater: a node whose last holder's high-water
+// mark lies ahead of the clock (its clock was ahead, or this one's is
+// behind) is leased with IDs dated above that mark, made without waiting
+// for the clock to get there.
+func TestLeaseStartsAboveHighWater(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db := leaseDB(t, dsn, "public", tinyLayout, node{0, 0})
+	for _, n := range []node{{0, 1}, {1, 0}} {
+		if _, err := db.Exec(`SELECT public.snowflake_lease_reserve($1, $2, 'elsewhere')`, n.dc, n.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ahead := time.Now().Add(10 * time.Minute).UnixMilli()
+	if _, err := db.Exec(`INSERT INTO public.snowflake_lease VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
+		t.Fatal(err)
+	}
+	l := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
+	var last sfgen.ID
+	start := time.Now()
+	// More than one millisecond's sequence (2^16), without waiting ten minutes.
+	for i := range 1<<16 + 10 {
+		id, err := l.Next()
+		if err != nil {
+			t.Fatalf("ID %d: %v", i, err)
+		}
+		if id <= last {
+			t.Fatalf("ID %d: %d after %d", i, id, last)
+		}
+		last = id
+		if i == 0 {
+			p, _ := tinyLayout.Decompose(snowflake.ID(id))
+			if p.Timestamp != ahead+1 {
+				t.Errorf("first ID dated %d; want %d, the millisecond after the high-water mark", p.Timestamp, ahead+1)
+			}
+		}
+	}
+	p, _ := tinyLayout.Decompose(snowflake.ID(last))
+	if p.Timestamp != ahead+2 {
+		t.Errorf("ID 2^16+10 dated %d; want %d (borrowed, not waited for)", p.Timestamp, ahead+2)
+	}
+	t.Logf("2^16+10 IDs above a high-water mark 10 min ahead in %v", time.Since(start))
+}
+
+// TestMain's lease holder: a child process that takes a lease, prints its
+// node and then IDs, one a line, until killed.
+const holderEnv = "SFGEN_TEST_LEASE_HOLDER"
+
+func runLeaseHolder() {
+	dsn, schema, _ := strings.Cut(os.Getenv(holderEnv), " ")
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	l, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{Schema: schema, TTL: 2 * time.Second, Holder: "test holder"})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(1)
+	}
+	w := bufio.NewWriter(os.Stdout)
+	fmt.Fprintf(w, "node %d %d\n", l.Datacenter(), l.Machine())
+	w.Flush()
+	for {
+		id, err := l.Next()
+		if err != nil {
+			fmt.Fprintln(w, "error", err)
+			w.Flush()
+			os.Exit(1)
+		}
+		fmt.Fprintln(w, id)
+		w.Flush()
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+// holder is a lease holder in a child process.
+type holder struct {
+	cmd  *exec.Cmd
+	node node
+	mu   sync.Mutex
+	ids  []int64
+	done chan struct{}
+}
+
+func startHolder(t *testing.T, dsn, schema string) *holder {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), holderEnv+"="+dsn+" "+schema)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	h := &holder{cmd: cmd, done: make(chan struct{})}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	sc := bufio.NewScanner(out)
+	if !sc.Scan() {
+		t.Fatalf("lease holder printed nothing: %v", sc.Err())
+	}
+	if _, err := fmt.Sscanf(sc.Text(), "node %d %d", &h.node.dc, &h.node.m); err != nil {
+		t.Fatalf("lease holder: %q", sc.Text())
+	}
+	go func() {
+		defer close(h.done)
+		for sc.Scan() {
+			id, err := strconv.ParseInt(sc.Text(), 10, 64)
+			if err != nil {
+				t.Errorf("lease holder %s: %s", h.node, sc.Text())
+				return
+			}
+			h.mu.Lock()
+			h.ids = append(h.ids, id)
+			h.mu.Unlock()
+		}
+	}()
+	return h
+}
+
+// kill ends the holder with SIGKILL and returns the IDs it printed.
+func (h *holder) kill(t *testing.T) []int64 {
+	t.Helper()
+	if err := h.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	<-h.done
+	h.cmd.Wait()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.ids
+}
+
+// TestLeaseFleet is the fleet of issue 12: three databases, each with a
+// node of its own and inserting at once, and two processes holding leases
+// from the first (which knows the other two databases' nodes by their
+// reservations). Every ID is unique; the leases differ from each other and
+// from the databases' nodes. One holder is killed with SIGKILL: its node
+// is not leased again before its TTL and is after it; the next holder of
+// that node starts above the killed one's last ID.
+func TestLeaseFleet(t *testing.T) {
+	// The tiny layout's four nodes: three databases and one lease at a
+	// time would use them all, so this fleet uses two bits of machine.
+	fleet, err := snowflake.ParseLayout("epoch=1288834974657 timestamp=44 datacenter=1 machine=2 sequence=16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dbNodes := []node{{0, 0}, {0, 1}, {1, 0}}
+	var dsns []string
+	var dbs []*sql.DB
+	for _, n := range dbNodes {
+		dsn := pgtest.DSN(t)
+		dsns = append(dsns, dsn)
+		dbs = append(dbs, leaseDB(t, dsn, "public", fleet, n))
+	}
+	for _, n := range dbNodes[1:] {
+		if _, err := dbs[0].Exec(`SELECT public.snowflake_lease_reserve($1, $2, 'another database')`, n.dc, n.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The five nodes left: 0/2, 0/3, 1/1, 1/2, 1/3. Lease three of them
+	// here, so that two holders get the other two and nothing else is free.
+	var blockers []*sfgen.Lease
+	for range 3 {
+		blockers = append(blockers, take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute}))
+	}
+	a, b := startHolder(t, dsns[0], "public"), startHolder(t, dsns[0], "public")
+	used := map[node]string{}
+	for i, n := range dbNodes {
+		used[n] = fmt.Sprintf("database %d", i)
+	}
+	for i, l := range blockers {
+		used[node{l.Datacenter(), l.Machine()}] = fmt.Sprintf("lease %d", i)
+	}
+	for _, h := range []*holder{a, b} {
+		if u, ok := used[h.node]; ok {
+			t.Fatalf("a holder got node %s, which %s has", h.node, u)
+		}
+		used[h.node] = "holder"
+	}
+	// The databases insert while the holders make IDs.
+	ids := map[int64]string{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i, db := range dbs {
+		if _, err := db.Exec(`CREATE TABLE t (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), n int)`); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			rows, err := db.Query(`INSERT INTO t (n) SELECT g FROM pg_catalog.generate_series(1, 20000) g RETURNING id`)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var id int64
+				rows.Scan(&id)
+				mu.Lock()
+				if o, dup := ids[id]; dup {
+					t.Errorf("ID %d from database %d and %s", id, i, o)
+				}
+				ids[id] = fmt.Sprintf("database %d", i)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	time.Sleep(300 * time.Millisecond)
+	aIDs := a.kill(t)
+	killed := time.Now()
+	bIDs := b.kill(t)
+	for _, h := range []struct {
+		name string
+		ids  []int64
+	}{{"holder a", aIDs}, {"holder b", bIDs}} {
+		if len(h.ids) == 0 {
+			t.Fatalf("%s made no IDs", h.name)
+		}
+		for _, id := range h.ids {
+			if o, dup := ids[id]; dup {
+				t.Errorf("ID %d from %s and %s", id, h.name, o)
+			}
+			ids[id] = h.name
+		}
+	}
+	t.Logf("%d IDs, all unique; holders %s and %s", len(ids), a.node, b.node)
+	// Every node free again but the killed holders': not before their TTL.
+	for _, l := range blockers {
+		l.Close(context.Background())
+	}
+	var again []*sfgen.Lease
+	for range 3 {
+		again = append(again, take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute}))
+	}
+	if time.Since(killed) < 2*time.Second {
+		if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
+			t.Fatalf("a killed holder's node was leased within its TTL: %v %v", l, err)
+		}
+	}
+	time.Sleep(time.Until(killed.Add(2500 * time.Millisecond)))
+	last := map[node]int64{a.node: aIDs[len(aIDs)-1], b.node: bIDs[len(bIDs)-1]}
+	for range 2 {
+		l := take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute})
+		n := node{l.Datacenter(), l.Machine()}
+		prev, ok := last[n]
+		if !ok {
+			t.Fatalf("after the TTL, lease of node %s; want a killed holder's", n)
+		}
+		id, err := l.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(id) <= prev {
+			t.Errorf("node %s's next holder starts at %d, not above the killed holder's last ID %d", n, id, prev)
+		}
+	}
+	_ = again
+}
