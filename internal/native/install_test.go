@@ -1,0 +1,316 @@
+package native_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sfgen/sfgen/internal/native"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// definition is what pg_proc says of schema.name(): its language, body and
+// owner; "" when there is no such function.
+func definition(t *testing.T, conn *pgx.Conn, schema, name string) string {
+	t.Helper()
+	var def string
+	err := conn.QueryRow(context.Background(), `SELECT l.lanname || ' ' || p.proowner::regrole::text || ' ' || coalesce(p.probin, '') || ' ' || p.prosrc || ' ' || coalesce(pg_get_function_sqlbody(p.oid), '')
+		FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = to_regprocedure($1)`,
+		fmt.Sprintf("%q.%s()", schema, name)).Scan(&def)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ""
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return def
+}
+
+// TestInstallRefuses: Install refuses, with its sentinel error and a
+// message that says why, a role that is not a superuser, a schema without
+// sfgen, a schema of another layout, a library the server cannot load and
+// a relative path; each time snowflake_next_id() is as it was, the SQL
+// one, and nothing is left behind.
+func TestInstallRefuses(t *testing.T) {
+	so := library(t, tw)
+	dsn := pgtest.DSN(t)
+	conn := connect(t, dsn)
+	installScript(t, conn, sqlgen.Options{})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Discord, Schema: "discord"})
+	mustExec(t, conn, "CREATE SCHEMA empty")
+	_, appDSN := pgtest.LoginRole(t, dsn, "native_installer", "")
+	app := connect(t, appDSN)
+	ctx := context.Background()
+	for _, c := range []struct {
+		name, schema, library string
+		conn                  *pgx.Conn
+		want                  error
+		says                  string
+	}{
+		{"not a superuser", "public", so, app, native.ErrNotSuperuser, "cannot create a C function"},
+		{"no sfgen", "empty", so, conn, native.ErrNotInstalled, "schema empty holds no sfgen"},
+		{"no schema", "missing", so, conn, native.ErrNotInstalled, "schema missing holds no sfgen"},
+		{"another layout", "discord", so, conn, native.ErrLayout, "epoch=1420070400000"},
+		{"not loadable", "public", filepath.Join(filepath.Dir(so), "missing.so"), conn, native.ErrLoad, "missing.so"},
+		{"relative path", "public", "sfgen_native.so", conn, nil, "not absolute"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := definition(t, conn, c.schema, native.FunctionName)
+			relations := pgtest.Relations(t, conn)
+			for _, install := range []func(context.Context, *pgx.Conn, string, string) error{native.Install, native.InstallSideBySide} {
+				err := install(ctx, c.conn, c.schema, c.library)
+				if err == nil || (c.want != nil && !errors.Is(err, c.want)) || !strings.Contains(err.Error(), c.says) {
+					t.Errorf("install: %v; want %v saying %q", err, c.want, c.says)
+				}
+				if after := definition(t, conn, c.schema, native.FunctionName); after != before {
+					t.Errorf("after a refused install, snowflake_next_id() is\n%s\nwas\n%s", after, before)
+				}
+				if def := definition(t, conn, c.schema, native.SideBySideName); def != "" {
+					t.Errorf("after a refused install, %s() exists: %s", native.SideBySideName, def)
+				}
+				if got := pgtest.Relations(t, conn); !slices.Equal(got, relations) {
+					t.Errorf("after a refused install, relations %v, were %v", got, relations)
+				}
+			}
+		})
+	}
+	// The connection is usable after a refusal, outside a transaction.
+	if n := queryInt(t, app, "SELECT 1"); n != 1 || app.PgConn().TxStatus() != 'I' {
+		t.Fatalf("after a refused install, the connection's status is %c", app.PgConn().TxStatus())
+	}
+}
+
+// TestInstallOwnerAndUninstall: a schema whose sfgen objects a role that
+// is not a superuser owns: a superuser installs the native generator
+// (which that role then owns: the C code uses only its owner's objects),
+// and Uninstall, by the superuser or by the owner, puts the SQL one back,
+// with the node and the state kept (IDs go on increasing) and the side by
+// side function gone.
+func TestInstallOwnerAndUninstall(t *testing.T) {
+	so := library(t, tw)
+	dsn := pgtest.DSN(t)
+	super := connect(t, dsn)
+	owner, ownerDSN := pgtest.LoginRole(t, dsn, "native_owner", "")
+	mustExec(t, super, "CREATE SCHEMA ids AUTHORIZATION "+owner)
+	// The script's CREATE SCHEMA IF NOT EXISTS checks this privilege.
+	mustExec(t, super, "DO $$BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO "+owner+"', current_database()); END$$")
+	own := connect(t, ownerDSN)
+	installScript(t, own, sqlgen.Options{Schema: "ids", Datacenter: 11, Machine: 22})
+	sqlDef := definition(t, super, "ids", native.FunctionName)
+	mustExec(t, own, "CREATE TABLE ids.t (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id())")
+	ctx := context.Background()
+	var last int64
+	next := func(c *pgx.Conn, what string) {
+		t.Helper()
+		id := queryInt(t, c, "INSERT INTO ids.t DEFAULT VALUES RETURNING id")
+		if d, _ := tw.Decompose(snowflake.ID(id)); id <= last || d.Datacenter != 11 || d.Machine != 22 {
+			t.Fatalf("%s: ID %d (node %d/%d) after %d; want a greater one of node 11/22", what, id, d.Datacenter, d.Machine, last)
+		}
+		last = id
+	}
+	next(own, "SQL")
+	for _, uninstaller := range []struct {
+		name string
+		conn *pgx.Conn
+	}{{"superuser", super}, {"owner", own}} {
+		t.Run(uninstaller.name, func(t *testing.T) {
+			for _, install := range []func(context.Context, *pgx.Conn, string, string) error{native.Install, native.InstallSideBySide} {
+				if err := install(ctx, super, "ids", so); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, name := range []string{native.FunctionName, native.SideBySideName} {
+				if def := definition(t, super, "ids", name); !strings.HasPrefix(def, "c "+owner+" "+so+" sfgen_next_id") {
+					t.Fatalf("after install, ids.%s() is %q; want the C function owned by %s", name, def, owner)
+				}
+			}
+			next(own, "native, by the column default")
+			next(super, "native, as the superuser")
+			if err := native.Uninstall(ctx, uninstaller.conn, "ids"); err != nil {
+				t.Fatal(err)
+			}
+			if def := definition(t, super, "ids", native.FunctionName); def != sqlDef {
+				t.Fatalf("after uninstall, ids.snowflake_next_id() is\n%s\nwant the SQL one\n%s", def, sqlDef)
+			}
+			if def := definition(t, super, "ids", native.SideBySideName); def != "" {
+				t.Fatalf("after uninstall, ids.%s() is still there: %s", native.SideBySideName, def)
+			}
+			var user string
+			if err := uninstaller.conn.QueryRow(ctx, "SELECT current_user::text").Scan(&user); err != nil || (uninstaller.name == "superuser" && user == owner) {
+				t.Fatalf("after uninstall the session is %q (%v): its role was not reset", user, err)
+			}
+			next(own, "SQL again")
+			// Again: nothing to do.
+			if err := native.Uninstall(ctx, uninstaller.conn, "ids"); err != nil {
+				t.Fatalf("uninstall again: %v", err)
+			}
+		})
+	}
+}
+
+// TestBuildRefuses: Build says which of pg_config and the server headers
+// is missing.
+func TestBuildRefuses(t *testing.T) {
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "pg_config")
+	// A pg_config whose server include directory has no postgres.h.
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho "+dir+"/include\necho 'PostgreSQL 15.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, pgConfig string
+		want           error
+		says           string
+	}{
+		{"no pg_config", filepath.Join(dir, "missing", "pg_config"), native.ErrNoPGConfig, "missing/pg_config"},
+		{"no headers", fake, native.ErrNoHeaders, "postgresql-server-dev"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := native.Build(context.Background(), filepath.Join(dir, "out"), tw, native.WithPGConfig(c.pgConfig))
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.says) {
+				t.Fatalf("Build: %v; want %v saying %q", err, c.want, c.says)
+			}
+		})
+	}
+	t.Setenv("PG_CONFIG", filepath.Join(dir, "nowhere"))
+	if _, err := native.FindPGConfig(); !errors.Is(err, native.ErrNoPGConfig) || !strings.Contains(err.Error(), "nowhere") {
+		t.Fatalf("FindPGConfig with $PG_CONFIG missing: %v", err)
+	}
+}
+
+// protocol returns the parts of a release's script that make up the
+// state protocol: the state and guard sequences, snowflake_next_state()
+// and snowflake_next_id().
+func protocol(t *testing.T, release int) []string {
+	t.Helper()
+	script, err := sqlgen.ScriptAt(sqlgen.Options{}, release)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(script)
+	var parts []string
+	for _, p := range []struct{ from, to string }{
+		{`CREATE SEQUENCE IF NOT EXISTS "public".snowflake_state`, ";"},
+		{`CREATE UNLOGGED SEQUENCE IF NOT EXISTS "public".snowflake_catch_up_guard`, ";"},
+		{`CREATE OR REPLACE FUNCTION "public".snowflake_next_state()`, "$fn$;"},
+		{`CREATE OR REPLACE FUNCTION "public".snowflake_next_id()`, ";\n"},
+	} {
+		i := strings.Index(s, p.from)
+		if i < 0 {
+			t.Fatalf("release %d's script has no %s", release, p.from)
+		}
+		j := strings.Index(s[i:], p.to)
+		parts = append(parts, s[i:i+j+len(p.to)])
+	}
+	return parts
+}
+
+// TestReleasesShareTheProtocol: every release the native generator
+// installs over (native.Releases, those sqlgen renders) has release 2's
+// state objects, slow path and fast path, byte for byte: the C code
+// follows that one protocol. A release that changes it fails here, until
+// the C code follows it too.
+func TestReleasesShareTheProtocol(t *testing.T) {
+	want := protocol(t, native.Release)
+	for _, r := range native.Releases {
+		if r > sqlgen.Latest {
+			continue
+		}
+		if got := protocol(t, r); !slices.Equal(got, want) {
+			t.Errorf("release %d's state protocol differs from release %d's, which the C code follows:\n%s\nwant\n%s",
+				r, native.Release, strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
+	}
+}
+
+// TestHeaderMatchesSQL: the header's numbers are the ones the SQL of the
+// same layout is rendered with, read from the SQL's text.
+func TestHeaderMatchesSQL(t *testing.T) {
+	other, err := snowflake.NewLayout(1600000000000, 41, 6, 6, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range []snowflake.Layout{tw, snowflake.Discord, other} {
+		h, err := native.Header(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: l}, native.Release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		def := func(name string) string {
+			m := regexp.MustCompile(`(?m)^#define ` + name + ` (?:INT64CONST\()?(-?\d+)\)?$`).FindStringSubmatch(string(h))
+			if m == nil {
+				t.Fatalf("layout %s: no #define %s in the header", l, name)
+			}
+			return m[1]
+		}
+		for _, c := range []struct{ sql, what string }{
+			{"MAXVALUE " + def("SF_MAX_STATE") + " START WITH 0", "the state's MAXVALUE"},
+			{"OPERATOR(pg_catalog.-) " + def("SF_MIN_STATE") + ")::bit(64)", "the state of the first ID"},
+			{"(" + def("SF_STALE_MS") + " OPERATOR(pg_catalog.-) (" + def("SF_CATCH_UP_SPREAD_MS") + " OPERATOR(pg_catalog.*) pg_catalog.random()))", "the fast path's window"},
+			{"::bit(" + def("SF_NODE_BITS") + ")", "the node's width"},
+			{"state OPERATOR(pg_catalog.>>) " + def("SF_SEQUENCE_BITS"), "the sequence's width"},
+			{"'" + l.String() + "'", "the layout"},
+		} {
+			if !strings.Contains(string(script), c.sql) {
+				t.Errorf("layout %s: %s: the SQL has no %q", l, c.what, c.sql)
+			}
+		}
+		if got, want := def("SF_TIMESTAMP_SHIFT"), fmt.Sprint(l.Shift(snowflake.FieldTimestamp)); got != want {
+			t.Errorf("layout %s: SF_TIMESTAMP_SHIFT %s, want %s", l, got, want)
+		}
+	}
+}
+
+// TestNativeOwnObjectsOnly: the C code finds its objects in its own
+// schema, whatever search_path says and whatever look-alikes other
+// schemas hold, and refuses an object of its name there that another role
+// owns (not sfgen's), saying so; the SQL one, bound at CREATE time, is not
+// affected either way.
+func TestNativeOwnObjectsOnly(t *testing.T) {
+	dsn, conn := setup(t, sqlgen.Options{Datacenter: 3, Machine: 4}, false)
+	mustExec(t, conn, `CREATE SCHEMA evil;
+		CREATE SEQUENCE evil.snowflake_state; CREATE SEQUENCE evil.snowflake_catch_up_guard;
+		SELECT setval('evil.snowflake_catch_up_guard', 1);
+		CREATE FUNCTION evil.snowflake_next_state() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint';
+		CREATE FUNCTION evil.snowflake_node_bits() RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`)
+	c := connect(t, dsn)
+	mustExec(t, c, "SET search_path = evil, public, pg_catalog")
+	before := queryInt(t, conn, "SELECT last_value FROM evil.snowflake_state")
+	var last int64
+	for i := 0; i < 100; i++ {
+		id := queryInt(t, c, "SELECT public.snowflake_next_id()")
+		if d, _ := tw.Decompose(snowflake.ID(id)); id <= last || d.Datacenter != 3 || d.Machine != 4 {
+			t.Fatalf("with look-alikes first in search_path: ID %d (node %d/%d) after %d", id, d.Datacenter, d.Machine, last)
+		}
+		last = id
+	}
+	if after := queryInt(t, conn, "SELECT last_value FROM evil.snowflake_state"); after != before {
+		t.Fatalf("the look-alike state moved from %d to %d", before, after)
+	}
+	// An object under sfgen's name that another role owns.
+	other := pgtest.Role(t, dsn, "native_other", "")
+	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_catch_up_guard OWNER TO "+other)
+	_, err := c.Exec(context.Background(), "SELECT public.snowflake_next_id()")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "not sfgen's") || !strings.Contains(pe.Message, other) {
+		t.Fatalf("with the guard owned by %s: %v; want 42501 saying it is not sfgen's", other, err)
+	}
+	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_catch_up_guard OWNER TO CURRENT_USER")
+	if id := queryInt(t, c, "SELECT public.snowflake_next_id()"); id <= last {
+		t.Fatalf("after the owner is put back: ID %d after %d", id, last)
+	}
+}
