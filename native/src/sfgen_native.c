@@ -80,6 +80,8 @@ typedef struct SfSite
 	Oid			user;			/* the user whose privileges were checked */
 	Oid			state;			/* <schema>.snowflake_state */
 	Oid			guard;			/* <schema>.snowflake_catch_up_guard */
+	RelFileNode guard_node;		/* its file, stable while its lock is held */
+	Buffer		guard_buf;		/* the buffer its page was last read from */
 	Oid			next_state;		/* <schema>.snowflake_next_state() */
 	FmgrInfo	next_state_fn;	/* its fmgr entry (security definer aware) */
 	uint64		node;			/* the node's bits, masked, in their place */
@@ -344,9 +346,15 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 	{
 		ResourceOwner current = CurrentResourceOwner;
 
+		Relation	rel;
+
 		CurrentResourceOwner = TopTransactionResourceOwner;
 		LockRelationOid(site->guard, AccessShareLock);
 		CurrentResourceOwner = current;
+		rel = relation_open(site->guard, NoLock);
+		site->guard_node = rel->rd_node;
+		relation_close(rel, NoLock);
+		site->guard_buf = InvalidBuffer;
 	}
 	tup = lookup_function("snowflake_next_state", nsp, owner);
 	next_state = ((Form_pg_proc) GETSTRUCT(tup))->oid;
@@ -365,12 +373,13 @@ check_site(SfSite *site, FmgrInfo *flinfo)
  * The guard, as pg_sequence_last_value() reads it: last_value from the
  * sequence's page under a share lock on its buffer; NULL when never set
  * (or, unlogged, after a crash). check_site() checked the privilege and
- * took the lock for this transaction.
+ * took the lock for this transaction. The buffer is found again from the
+ * one it was in last time (ReadRecentBuffer), without a lookup in the
+ * buffer mapping, while it still holds the page.
  */
 static int64
-read_guard(Oid guard, bool *isnull)
+read_guard(SfSite *site, bool *isnull)
 {
-	Relation	rel = relation_open(guard, NoLock);
 	Buffer		buf;
 	Page		page;
 	ItemId		lp;
@@ -378,19 +387,47 @@ read_guard(Oid guard, bool *isnull)
 	Form_pg_sequence_data seq;
 	int64		last;
 
-	buf = ReadBuffer(rel, 0);
+	if (BufferIsValid(site->guard_buf) &&
+		ReadRecentBuffer(site->guard_node, MAIN_FORKNUM, 0, site->guard_buf))
+		buf = site->guard_buf;
+	else
+	{
+		Relation	rel = relation_open(site->guard, NoLock);
+
+		buf = ReadBuffer(rel, 0);
+		relation_close(rel, NoLock);
+		site->guard_buf = buf;
+	}
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
 	page = BufferGetPage(buf);
 	if (*((uint32 *) PageGetSpecialPointer(page)) != SF_SEQ_MAGIC)
-		elog(ERROR, "bad magic number in sequence \"%s\"", RelationGetRelationName(rel));
+		elog(ERROR, "bad magic number in sequence %s", get_rel_name(site->guard));
 	lp = PageGetItemId(page, FirstOffsetNumber);
 	tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
 	seq = (Form_pg_sequence_data) GETSTRUCT(&tuple);
 	*isnull = !seq->is_called;
 	last = seq->last_value;
 	UnlockReleaseBuffer(buf);
-	relation_close(rel, NoLock);
 	return *isnull ? 0 : last;
+}
+
+/*
+ * The SQL's test, clock_timestamp() < to_timestamp((guard + (StaleMs -
+ * CatchUpSpreadMs * random())) / 1000), in microseconds; random() is drawn
+ * only where it decides. (A guard of 0, a catch-up running, fails it.)
+ */
+static inline bool
+fast_path(int64 guard)
+{
+	double		now_us = (double) (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US);
+	double		guard_us = (double) guard * 1000.0;
+
+	if (now_us < guard_us + (double) (SF_STALE_MS - SF_CATCH_UP_SPREAD_MS) * 1000.0)
+		return true;
+	if (now_us >= guard_us + (double) SF_STALE_MS * 1000.0)
+		return false;
+	return now_us < guard_us + ((double) SF_STALE_MS -
+								(double) SF_CATCH_UP_SPREAD_MS * pg_prng_double(&pg_global_prng_state)) * 1000.0;
 }
 
 /*
@@ -415,11 +452,8 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 		check_site(site, fcinfo->flinfo);
 
 	/* The guard first, then the state: never a value taken after reading 0. */
-	guard = read_guard(site->guard, &guard_null);
-	if (!guard_null &&
-		(double) (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) <
-		((double) guard + ((double) SF_STALE_MS -
-						   (double) SF_CATCH_UP_SPREAD_MS * pg_prng_double(&pg_global_prng_state))) * 1000.0)
+	guard = read_guard(site, &guard_null);
+	if (!guard_null && fast_path(guard))
 		state = nextval_internal(site->state, false);	/* checked in check_site() */
 	else
 		state = call_bigint(&site->next_state_fn, "snowflake_next_state");
