@@ -49,6 +49,11 @@ func TestInstallRefuses(t *testing.T) {
 	installScript(t, conn, sqlgen.Options{})
 	installScript(t, conn, sqlgen.Options{Layout: snowflake.Discord, Schema: "discord"})
 	mustExec(t, conn, "CREATE SCHEMA empty")
+	// A schema whose guard another role owns: the C code refuses it, and
+	// Install's check call fails after the function was replaced.
+	installScript(t, conn, sqlgen.Options{Schema: "alien"})
+	stranger := pgtest.Role(t, dsn, "native_stranger", "")
+	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_catch_up_guard OWNER TO "+stranger)
 	_, appDSN := pgtest.LoginRole(t, dsn, "native_installer", "")
 	app := connect(t, appDSN)
 	ctx := context.Background()
@@ -62,6 +67,7 @@ func TestInstallRefuses(t *testing.T) {
 		{"no sfgen", "empty", so, conn, native.ErrNotInstalled, "schema empty holds no sfgen"},
 		{"no schema", "missing", so, conn, native.ErrNotInstalled, "schema missing holds no sfgen"},
 		{"another layout", "discord", so, conn, native.ErrLayout, "epoch=1420070400000"},
+		{"objects not sfgen's", "alien", so, conn, nil, "is owned by role " + stranger},
 		{"not loadable", "public", filepath.Join(filepath.Dir(so), "missing.so"), conn, native.ErrLoad, "missing.so"},
 		{"relative path", "public", "sfgen_native.so", conn, nil, "not absolute"},
 	} {
