@@ -397,7 +397,7 @@ BEGIN
         PERFORM "public".snowflake_set_node(datacenter_text::bigint::integer, machine_text::bigint::integer);
         RETURN;
     END IF;
-    CREATE FUNCTION "public".snowflake_node_bits()
+    CREATE OR REPLACE FUNCTION "public".snowflake_node_bits()
     RETURNS bigint
     LANGUAGE plpgsql STABLE PARALLEL SAFE
     SET search_path = pg_catalog, pg_temp

@@ -126,5 +126,8 @@ func (f *sqlFlags) register(c *cli, args []string) (code int, done bool) {
 func (f *sqlFlags) options() sqlgen.Options {
 	o := sqlgen.Options{Layout: f.layout.layout, Schema: *f.schema}
 	o.Datacenter, o.Machine = f.node.values()
+	// No node flags: no node a first install would set silently (the
+	// session's settings, or none until `sfgen node`).
+	o.UnsetNode = !f.node.given()
 	return o
 }

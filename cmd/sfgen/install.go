@@ -24,6 +24,12 @@ Running it again applies nothing. The node flags set the node of
 snowflake_next_id() on first install; on a schema that has sfgen already
 they must name the node it has (install keeps a schema's node), and any
 other node is an error that points to 'sfgen node', which changes it.
+Without them, a first install takes the node from the connection's
+settings sfgen.datacenter and sfgen.machine (PGOPTIONS='-c
+sfgen.datacenter=1 -c sfgen.machine=2', or ALTER DATABASE ... SET), or
+else leaves it unset: snowflake_next_id() then refuses to make IDs until
+'sfgen node' sets one, so that no database ends up with a node nobody
+chose for it.
 
 --layout (Twitter's unless given) is the layout of the IDs the functions
 compose; the database records it (snowflake_layout() returns it), and a
@@ -38,7 +44,7 @@ release. Connect as the role that owns sfgen's objects (the one that
 installed them) to upgrade.
 
 Examples:
-  sfgen install --dsn postgres://app@localhost:5432/app
+  sfgen install --dsn postgres://app@localhost:5432/app --datacenter 0 --machine 1
   DATABASE_URL=postgres://app@localhost/app sfgen install --schema ids --datacenter 1
   sfgen install --dsn postgres://app@localhost/app --schema discord --layout discord
 `
@@ -85,7 +91,18 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		fmt.Fprintf(stdout, "applied %s\n", name)
 	}
 	fmt.Fprintf(stdout, "schema %s is at sfgen release %d\n", res.Schema, res.Version)
+	c.sayNode(ctx, db, res.Schema)
 	return exitOK
+}
+
+// sayNode warns on stderr when schema has no node after an install, and
+// says how to set one.
+func (c *cli) sayNode(ctx context.Context, db *sql.DB, schema string) {
+	_, _, err := nodeIn(ctx, db, pgident.Quote(schema))
+	switch {
+	case errors.Is(err, errNodeUnset):
+		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", schema)
+	}
 }
 
 // nodeKept checks, before an install into a schema that already has sfgen,
@@ -96,6 +113,9 @@ func (c *cli) nodeKept(ctx context.Context, db *sql.DB, dsn, schema string, node
 	dc, m, err := nodeIn(ctx, db, pgident.Quote(schema))
 	if notInstalled(err) {
 		return exitOK, true
+	}
+	if errors.Is(err, errNodeUnset) {
+		return c.usageError("schema %s already has sfgen, with no node set, and install keeps a schema's node; set it with 'sfgen node --schema %s --datacenter N --machine N'", schema, schema), false
 	}
 	if err != nil {
 		return c.fail("read the node of schema %s: %s", schema, redactErr(err, dsn)), false

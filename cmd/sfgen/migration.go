@@ -26,7 +26,14 @@ release (DIR/<version>_sfgen_release_N.sql), for the schema and layout the
 existing files name in their headers, and never touches them; when they are
 already at the latest release it writes nothing and says "up to date".
 The node flags apply to a first install only (use 'sfgen node' after it),
-and --schema and --layout must match the existing files. Every file
+and set the node of every database the file is applied to. Without them
+(the usual case: one file for dev, staging and every production
+database) each database takes its node from the settings sfgen.datacenter
+and sfgen.machine of the session goose applies the file in (for example
+PGOPTIONS='-c sfgen.datacenter=1 -c sfgen.machine=2' goose ... up, or
+ALTER DATABASE app SET sfgen.datacenter = '1' once per database), or
+else has none: snowflake_next_id() refuses to make IDs, naming the fix,
+until 'sfgen node' sets one. --schema and --layout must match the existing files. Every file
 names its layout in its "-- Layout:" header line, as snowflake_layout()
 returns it; without --layout a first install is for Twitter's layout, an
 upgrade for the layout of the existing files.

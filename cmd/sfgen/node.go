@@ -126,7 +126,8 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	}
 	defer tx.Rollback()
 	oldDC, oldM, err := nodeIn(ctx, tx, q)
-	if err != nil {
+	unset := errors.Is(err, errNodeUnset)
+	if err != nil && !unset {
 		if notInstalled(err) {
 			return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", schema)
 		}
@@ -151,8 +152,20 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	if release < sqlgen.Latest {
 		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", schema, release, sqlgen.Latest)
 	}
+	old := fmt.Sprintf("datacenter %d, machine %d", oldDC, oldM)
+	if unset {
+		old = "no node"
+		if !node.given() {
+			fmt.Fprintf(stdout, "no node %s\n", where)
+			fmt.Fprintf(stderr, "sfgen node: snowflake_next_id() refuses to make IDs until a node is set: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N\n", schema)
+			return exitOK
+		}
+		if !node.datacenter.set || !node.machine.set {
+			return c.usageError("schema %s has no node yet: give both --datacenter and --machine", schema)
+		}
+	}
 	if !node.given() {
-		fmt.Fprintf(stdout, "datacenter %d, machine %d %s\n", oldDC, oldM, where)
+		fmt.Fprintf(stdout, "%s %s\n", old, where)
 		return exitOK
 	}
 	dc, m := node.over(oldDC, oldM)
@@ -169,8 +182,8 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	if err := tx.Commit(); err != nil {
 		return c.fail("commit: %s", redactErr(err, dsn))
 	}
-	fmt.Fprintf(stdout, "datacenter %d, machine %d -> datacenter %d, machine %d %s\n", oldDC, oldM, dc, m, where)
-	if dc != oldDC || m != oldM {
+	fmt.Fprintf(stdout, "%s -> datacenter %d, machine %d %s\n", old, dc, m, where)
+	if !unset && (dc != oldDC || m != oldM) {
 		fmt.Fprintf(stderr, "sfgen node: IDs made from now on carry datacenter %d, machine %d; those made before keep datacenter %d, machine %d. Both stay unique only while no other database or service makes IDs with either node (and the state goes on, so no ID repeats here); check a fleet with 'sfgen node --dsn A --dsn B ...'\n",
 			dc, m, oldDC, oldM)
 	}
@@ -178,10 +191,28 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 }
 
 // nodeIn reads the node of snowflake_next_id() in schema q (quoted).
+// It returns errNodeUnset for a schema whose node is not set (from
+// release 3 on, a first install without a node leaves it unset), which
+// it tells from the catalog rather than by calling snowflake_node(),
+// whose error would end the caller's transaction.
 func nodeIn(ctx context.Context, db rowQuerier, q string) (datacenter, machine int64, err error) {
+	var lang string
+	err = db.QueryRowContext(ctx, `SELECT COALESCE((SELECT l.lanname FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)), '')`, q+".snowflake_node_bits()").Scan(&lang)
+	if err != nil {
+		return 0, 0, err
+	}
+	if lang == "plpgsql" {
+		return 0, 0, errNodeUnset
+	}
 	err = db.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)
 	return datacenter, machine, err
 }
+
+// errNodeUnset says that a schema's node is not set: its
+// snowflake_next_id() refuses to make IDs until one is.
+var errNodeUnset = errors.New("no node is set")
 
 // A rowQuerier is a *sql.DB, *sql.Conn or *sql.Tx.
 type rowQuerier interface {
@@ -217,6 +248,7 @@ type nodeTarget struct {
 	Database   string `json:"database"` // user@host:port/database, never the password
 	Schema     string `json:"schema"`
 	Installed  bool   `json:"installed"` // sfgen's node is there to read
+	NodeSet    bool   `json:"node_set"`  // and set (else snowflake_next_id() refuses to make IDs)
 	Datacenter int64  `json:"datacenter"`
 	Machine    int64  `json:"machine"`
 	Layout     string `json:"layout,omitempty"` // a preset's name, or the spec
@@ -282,7 +314,7 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 	for i, a := range targets {
 		for j := i + 1; j < len(targets); j++ {
 			b := targets[j]
-			if !a.Installed || !b.Installed || a.SameAs != nil || b.SameAs != nil || a.layout != b.layout ||
+			if !a.NodeSet || !b.NodeSet || a.SameAs != nil || b.SameAs != nil || a.layout != b.layout ||
 				a.Datacenter != b.Datacenter || a.Machine != b.Machine {
 				continue
 			}
@@ -309,6 +341,9 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 			case !t.Installed:
 				without++
 				fmt.Fprintf(c.stdout, "%s: no sfgen (%s)\n", t.name(), t.missing)
+			case !t.NodeSet:
+				with++
+				fmt.Fprintf(c.stdout, "%s: no node set (snowflake_next_id() refuses to make IDs), layout %s, sfgen release %d\n", t.name(), t.Layout, t.Release)
 			default:
 				with++
 				fmt.Fprintf(c.stdout, "%s: datacenter %d, machine %d, layout %s, sfgen release %d\n", t.name(), t.Datacenter, t.Machine, t.Layout, t.Release)
@@ -405,10 +440,12 @@ func readTargets(ctx context.Context, dsn, name string, schemas []string) []*nod
 		switch {
 		case notInstalled(err):
 			t.missing = "snowflake_node() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
+		case errors.Is(err, errNodeUnset):
+			t.Installed = true
 		case err != nil:
 			t.Error = redactErr(err, dsn)
 		default:
-			t.Installed = true
+			t.Installed, t.NodeSet = true, true
 		}
 	}
 	return out

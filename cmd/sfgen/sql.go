@@ -14,10 +14,15 @@ Prints the install script: the PL/pgSQL functions snowflake_compose,
 snowflake_decompose, snowflake_timestamp, snowflake_first_id,
 snowflake_last_id, snowflake_layout and snowflake_next_id, rendered from the
 same layout as the Go composer. The script can run again on the same
-database.
+database, and keeps the node a schema has. On a first install it sets
+the node the flags give; without them it takes the node from the
+session's settings sfgen.datacenter and sfgen.machine, or leaves it
+unset, so that snowflake_next_id() refuses to make IDs until
+'sfgen node' sets one.
 
 Examples:
   sfgen sql > snowflake.sql && psql -v ON_ERROR_STOP=1 -f snowflake.sql
+  sfgen sql > snowflake.sql && PGOPTIONS='-c sfgen.datacenter=1 -c sfgen.machine=2' psql -v ON_ERROR_STOP=1 -f snowflake.sql
   sfgen sql --schema ids --datacenter 2 --machine 5
 `
 

@@ -170,11 +170,45 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 			return nil, err
 		}
 	}
+	before, err := InstalledRelease(ctx, SQLConn(conn), schema)
+	if err != nil {
+		if !tableExisted {
+			undo(conn, schema, !schemaExisted)
+		}
+		return nil, err
+	}
 	res, err := up(ctx, db, fsys, schema)
+	if err == nil && before.Release == 0 && o.UnsetNode {
+		// The release line starts with release 1, which set node 0/0:
+		// give the schema the node the latest release's first install
+		// would have (the session's settings, or none).
+		err = firstNode(ctx, conn, o)
+	}
 	if err != nil && !tableExisted {
 		undo(conn, schema, !schemaExisted)
 	}
 	return res, err
+}
+
+// firstNode replaces the node of a schema the release line has just
+// installed for the first time with sqlgen.FirstNode's.
+func firstNode(ctx context.Context, conn *sql.Conn, o sqlgen.Options) error {
+	script, err := sqlgen.FirstNode(o)
+	if err != nil {
+		return err
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("set the first node: %w", err)
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, string(script)); err != nil {
+		return fmt.Errorf("set the first node: %w", err)
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("set the first node: %w", err)
+	}
+	return nil
 }
 
 // adopt records, in a new version table, the releases of an install made
