@@ -697,15 +697,28 @@ func TestNativeNodeFromAnyFunction(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Code != "SF201" || pe.Message != "sfgen: no node is set for schema public" {
 		t.Fatalf("with a node_bits() that raises: %v; want its SF201 error", err)
 	}
+	// Bits outside the node's (the sequence's, the timestamp's) are masked
+	// off, as the SQL's cast to bit(10) does: the ID is the state's and
+	// the node's exactly. (The guard a minute ahead: the fast path.)
 	mustExec(t, conn, `CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
-		BEGIN RETURN (5::bigint << 17) | (6::bigint << 12) | 4095; END $$`)
+		BEGIN RETURN (5::bigint << 17) | (6::bigint << 12) | 4095 | (1::bigint << 40); END $$`)
+	ms := nowMs(t, conn)
+	mustExec(t, conn, "SELECT setval('snowflake_state', $1), setval('snowflake_catch_up_guard', $2)", ms<<12|100, ms+60000)
 	d, err := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()")))
-	if err != nil || d.Datacenter != 5 || d.Machine != 6 {
-		t.Fatalf("with a PL/pgSQL node_bits() of 5/6: %+v, %v; want node 5/6 (the sequence bits masked off)", d, err)
+	if want := (snowflake.Parts{Timestamp: ms, Datacenter: 5, Machine: 6, Sequence: 101}); err != nil || d != want {
+		t.Fatalf("with a PL/pgSQL node_bits() of 5/6 and other bits set: %+v, %v; want %+v (the other bits masked off)", d, err, want)
 	}
-	mustExec(t, conn, "SELECT snowflake_set_node(7, 8)")
-	if d, _ := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()"))); d.Datacenter != 7 || d.Machine != 8 {
-		t.Fatalf("after snowflake_set_node(7, 8): node %d/%d", d.Datacenter, d.Machine)
+	// The shape snowflake_set_node() writes, read from the body, masked too.
+	mustExec(t, conn, fmt.Sprintf("CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT %d::bigint'",
+		int64(7)<<17|int64(8)<<12|4095|int64(1)<<40))
+	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", ms<<12|200)
+	d, err = tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()")))
+	if want := (snowflake.Parts{Timestamp: ms, Datacenter: 7, Machine: 8, Sequence: 201}); err != nil || d != want {
+		t.Fatalf("with an SQL node_bits() of 7/8 and other bits set: %+v, %v; want %+v", d, err, want)
+	}
+	mustExec(t, conn, "SELECT snowflake_set_node(9, 10)")
+	if d, _ := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()"))); d.Datacenter != 9 || d.Machine != 10 {
+		t.Fatalf("after snowflake_set_node(9, 10): node %d/%d", d.Datacenter, d.Machine)
 	}
 }
 
