@@ -71,18 +71,32 @@ func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
 	if _, err := db.Exec(`SELECT public.snowflake_lease_reserve(0, 1, 'database staging')`); err != nil {
 		t.Fatal(err)
 	}
-	l := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
-	if got := (node{l.Datacenter(), l.Machine()}); got != (node{1, 1}) {
-		t.Fatalf("lease of node %s; want 1/1, the only node not in use", got)
+	// Take leases until none is free: exactly one, node 1/1.
+	var leases []*sfgen.Lease
+	var err error
+	for range 4 {
+		var l *sfgen.Lease
+		if l, err = sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{TTL: time.Minute}); err != nil {
+			break
+		}
+		t.Cleanup(func() { l.Close(context.Background()) })
+		leases = append(leases, l)
 	}
+	if !errors.Is(err, sfgen.ErrNoFreeNode) {
+		t.Fatalf("TakeLease until none is free: %v; want ErrNoFreeNode", err)
+	}
+	t.Log(err)
+	var got []node
+	for _, l := range leases {
+		got = append(got, node{l.Datacenter(), l.Machine()})
+	}
+	if len(got) != 1 || got[0] != (node{1, 1}) {
+		t.Fatalf("leases of nodes %v; want just 1/1, the only node not in use", got)
+	}
+	l := leases[0]
 	if l.Layout().String() != tinyLayout.String() {
 		t.Errorf("lease layout %s, want the schema's %s", l.Layout(), tinyLayout)
 	}
-	_, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{TTL: time.Minute})
-	if !errors.Is(err, sfgen.ErrNoFreeNode) {
-		t.Fatalf("a fifth TakeLease: %v; want ErrNoFreeNode", err)
-	}
-	t.Log(err)
 	// Its IDs carry its node and are dated now, in the schema's layout.
 	id, err := l.Next()
 	if err != nil {
@@ -160,6 +174,39 @@ func TestLeaseLost(t *testing.T) {
 	}
 	if !errors.Is(l.Err(), sfgen.ErrLeaseLost) {
 		t.Errorf("Err() = %v; want ErrLeaseLost", l.Err())
+	}
+}
+
+// TestLeaseLostUnreachable: when the database cannot be reached, the
+// lease stops making IDs a TTL after its last renewal was sent, before
+// the database could give the node to anyone else.
+func TestLeaseLostUnreachable(t *testing.T) {
+	db := leaseDB(t, pgtest.DSN(t), "public", snowflake.Twitter, node{0, 0})
+	l, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{TTL: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := time.Now()
+	db.Close() // every renewal fails from here on
+	var last error
+	var lastOK time.Time // when the last call that made an ID began
+	for time.Since(taken) < 5*time.Second {
+		before := time.Now()
+		if _, last = l.Next(); last != nil {
+			break
+		}
+		lastOK = before
+		time.Sleep(time.Millisecond)
+	}
+	if !errors.Is(last, sfgen.ErrLeaseLost) {
+		t.Fatalf("Next with the database unreachable for 5 s: %v; want ErrLeaseLost", last)
+	}
+	if since := lastOK.Sub(taken); since > time.Second {
+		t.Errorf("Next made an ID %v after the lease was taken, more than its 1 s TTL with no renewal", since)
+	}
+	<-l.Done()
+	if err := l.Close(context.Background()); err != nil {
+		t.Errorf("Close of a lost lease: %v; want nil (nothing to give back)", err)
 	}
 }
 

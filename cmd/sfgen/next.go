@@ -3,11 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
+	"fmt"
 	"strconv"
 	"time"
 
+	lib "github.com/sfgen/sfgen" // the public library; sfgen names a test helper here
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -17,6 +20,7 @@ const maxCount = 10_000_000
 
 const nextHelp = `
 sfgen next [--layout NAME|SPEC] [--datacenter N] [--machine N] [--count N] [--json]
+sfgen next --dsn URL [--schema NAME] [--lease-ttl D] [--count N] [--json]
 
 Generates --count Snowflake IDs in the layout (Twitter's unless --layout
 says otherwise) for one node, one a line, each larger than the one before.
@@ -29,11 +33,24 @@ next exits only once the millisecond of its last ID has passed, so runs one
 after another for the same node do not repeat IDs; runs at the same time
 must use different nodes.
 
+With --dsn, next leases its node from the database instead (the Go
+library's sfgen.TakeLease): the schema (public unless --schema says
+otherwise, at sfgen release 3 or later) hands out a node of its layout that
+no live lease, no reservation and no schema of that database holds, with a
+high-water mark that its IDs start above; the lease is renewed while next
+runs and given back when it ends, and lapses after --lease-ttl if next is
+killed. So any number of runs at the same time, on any machines, get
+different nodes and never repeat an ID. The connecting role needs EXECUTE
+on the schema's snowflake_lease_take(), _renew() and _release(). The node
+leased goes to stderr. --dsn does not go with --datacenter, --machine or
+--layout (the schema's layout is used).
+
 Examples:
   sfgen next
   sfgen next --datacenter 1 --machine 7 --count 1000
   sfgen next --count 3 --json
   sfgen next --layout discord --datacenter 1 --count 5
+  sfgen next --dsn postgres://app@localhost/app --count 1000
 `
 
 func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -46,12 +63,46 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	node := c.nodeFlags(l, "%s `N`")
 	count := c.intVar("count", "how many IDs, `N`", 1, 1, maxCount)
 	asJSON := c.fs.Bool("json", false, "print one JSON object a line instead of the bare ID")
+	dsn := c.fs.String("dsn", "", "lease the node from the database at `URL` (see above)")
+	schema := c.schemaVar("with --dsn: lease from schema `NAME`")
+	ttl := c.fs.Duration("lease-ttl", lib.DefaultLeaseTTL, "with --dsn: the lease's TTL `D`, from 1s to 24h")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
-	g, err := l.NewGenerator(node.values())
-	if err != nil {
-		return c.usageError("%v", err)
+	var g interface {
+		Next() (snowflake.ID, error)
+	}
+	if *dsn == "" {
+		for _, f := range []string{"schema", "lease-ttl"} {
+			if c.isSet(f) {
+				return c.usageError("--%s goes with --dsn, which leases the node", f)
+			}
+		}
+		gen, err := l.NewGenerator(node.values())
+		if err != nil {
+			return c.usageError("%v", err)
+		}
+		g = gen
+	} else {
+		for _, f := range []string{"datacenter", "machine", "layout"} {
+			if c.isSet(f) {
+				return c.usageError("--%s does not go with --dsn: the database leases the node, in its schema's layout", f)
+			}
+		}
+		if *ttl < time.Second || *ttl > 24*time.Hour {
+			return c.usageError("--lease-ttl %v is out of range: want 1s to 24h", *ttl)
+		}
+		lease, code, ok := c.takeLease(ctx, *dsn, *schema, *ttl)
+		if !ok {
+			return code
+		}
+		defer func() {
+			if err := lease.Close(context.WithoutCancel(ctx)); err != nil {
+				fmt.Fprintf(stderr, "sfgen next: %v (the lease lapses after its TTL)\n", err)
+			}
+		}()
+		l = lease.layout
+		g = lease
 	}
 	n := count.Int64()
 
@@ -105,4 +156,46 @@ func waitPast(l snowflake.Layout, id snowflake.ID) {
 	for now := time.Now(); now.UnixMilli() <= p.Timestamp && now.Before(deadline); now = time.Now() {
 		time.Sleep(min(time.UnixMilli(p.Timestamp+1).Sub(now), deadline.Sub(now)))
 	}
+}
+
+// A leased is a node lease taken for next, as a source of internal IDs.
+type leased struct {
+	*lib.Lease
+	layout snowflake.Layout
+	db     *sql.DB
+}
+
+// Close gives the lease back and closes its database handle.
+func (l leased) Close(ctx context.Context) error {
+	defer l.db.Close()
+	return l.Lease.Close(ctx)
+}
+
+func (l leased) Next() (snowflake.ID, error) {
+	id, err := l.Lease.Next()
+	return snowflake.ID(id), err
+}
+
+// takeLease leases a node from schema in the database dsn for next, and
+// says which on stderr. When it cannot, it has printed one line and
+// returns the exit status with ok false.
+func (c *cli) takeLease(ctx context.Context, dsn, schema string, ttl time.Duration) (l leased, code int, ok bool) {
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		return leased{}, c.connectError(err), false
+	}
+	lease, err := lib.TakeLease(ctx, db, lib.LeaseOptions{Schema: schema, TTL: ttl})
+	if err != nil {
+		db.Close()
+		return leased{}, c.fail("%s", redactErr(err, dsn)), false
+	}
+	layout, err := snowflake.ParseLayout(lease.Layout().String())
+	if err != nil {
+		lease.Close(ctx)
+		db.Close()
+		return leased{}, c.fail("%v", err), false
+	}
+	fmt.Fprintf(c.stderr, "sfgen next: leased node datacenter %d, machine %d (layout %s) from schema %s for %v, renewed while this runs\n",
+		lease.Datacenter(), lease.Machine(), layoutArg(layout), schema, ttl)
+	return leased{lease, layout, db}, exitOK, true
 }

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// TestNextLeases: two `sfgen next --dsn` at once lease different nodes,
+// neither the database's own, and make IDs that carry their node and
+// never collide; both give their lease back when they end.
+func TestNextLeases(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--datacenter", "2", "--machine", "2"); code != 0 {
+		t.Fatalf("install = %d %s %s", code, out, errOut)
+	}
+	type run struct {
+		code        int
+		out, errOut string
+	}
+	runs := make([]run, 2)
+	var wg sync.WaitGroup
+	for i := range runs {
+		wg.Go(func() {
+			code, out, errOut := sfgen(t, "next", "--dsn", dsn, "--count", "20000")
+			runs[i] = run{code, out, errOut}
+		})
+	}
+	wg.Wait()
+	seen := map[int64]int{}
+	nodes := map[[2]int64]int{{2, 2}: -1}
+	for i, r := range runs {
+		if r.code != 0 {
+			t.Fatalf("run %d: exit %d, stderr %s", i, r.code, r.errOut)
+		}
+		var dc, m int64
+		if _, err := fmt.Sscanf(r.errOut, "sfgen next: leased node datacenter %d, machine %d", &dc, &m); err != nil {
+			t.Fatalf("run %d: stderr %q does not name the node", i, r.errOut)
+		}
+		if j, ok := nodes[[2]int64{dc, m}]; ok {
+			t.Errorf("runs %d and %d (-1: the database) have node %d/%d", i, j, dc, m)
+		}
+		nodes[[2]int64{dc, m}] = i
+		lines := strings.Fields(r.out)
+		if len(lines) != 20000 {
+			t.Fatalf("run %d: %d IDs, want 20000", i, len(lines))
+		}
+		var last int64
+		for _, s := range lines {
+			id, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := snowflake.Decompose(snowflake.ID(id))
+			if err != nil || p.Datacenter != dc || p.Machine != m || id <= last {
+				t.Fatalf("run %d: ID %d (%+v, %v) after %d; want increasing IDs of node %d/%d", i, id, p, err, last, dc, m)
+			}
+			if j, dup := seen[id]; dup {
+				t.Fatalf("ID %d from runs %d and %d", id, j, i)
+			}
+			seen[id] = i
+			last = id
+		}
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var live int
+	if err := db.QueryRow(`SELECT count(*) FROM public.snowflake_lease WHERE expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
+		t.Errorf("%d leases live after both runs ended (%v); want 0: next gives its lease back", live, err)
+	}
+}
+
+// TestNextLeaseUsage: what --dsn does not go with, and a schema from
+// before leases.
+func TestNextLeaseUsage(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--dsn", "postgres://x@localhost/x", "--machine", "1"}, "--machine does not go with --dsn"},
+		{[]string{"--dsn", "postgres://x@localhost/x", "--datacenter", "1"}, "--datacenter does not go with --dsn"},
+		{[]string{"--dsn", "postgres://x@localhost/x", "--layout", "discord"}, "--layout does not go with --dsn"},
+		{[]string{"--dsn", "postgres://x@localhost/x", "--lease-ttl", "500ms"}, "--lease-ttl 500ms is out of range: want 1s to 24h"},
+		{[]string{"--schema", "ids"}, "--schema goes with --dsn"},
+		{[]string{"--lease-ttl", "1m"}, "--lease-ttl goes with --dsn"},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"next"}, tc.args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("next %v = %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	// A schema at release 2 has no leases: one line saying so.
+	dsn := pgtest.DSN(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	files, err := sqlgen.Migrations(sqlgen.Options{Datacenter: 1, Machine: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files[:2] {
+		up, _, _ := strings.Cut(strings.SplitN(string(f.SQL), "-- +goose Up\n", 2)[1], "-- +goose Down\n")
+		if _, err := db.Exec(strings.NewReplacer("-- +goose StatementBegin\n", "", "-- +goose StatementEnd\n", "").Replace(up)); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+	}
+	if in, err := install.InstalledRelease(t.Context(), func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return db.QueryRowContext(ctx, q, args...)
+	}, "public"); err != nil || in.Release != 2 {
+		t.Fatalf("set up release 2: %+v %v", in, err)
+	}
+	code, out, errOut := sfgen(t, "next", "--dsn", dsn)
+	if code != 1 || out != "" || !strings.Contains(errOut, "schema public is at sfgen release 2, before leases (release 3); upgrade it with sfgen install") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Errorf("next --dsn on release 2 = %d, %q, %q", code, out, errOut)
+	}
+}
