@@ -15,7 +15,8 @@ import (
 )
 
 const benchHelp = `
-sfgen bench [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--clients N] [--duration D] [--rounds N] [--json]
+sfgen bench [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--clients N] [--duration D] [--rounds N]
+            [--statement-rows N] [--statement-runs N] [--json]
 
 Measures INSERT throughput with DEFAULT snowflake_next_id() against
 bigserial: N clients, each on its own connection, run single-row prepared
@@ -27,6 +28,11 @@ installed, the WAL of sequence records per ID (the generator's own), and how
 far the time in each ID trails the row's clock_timestamp(). The sessions
 run with synchronous_commit=off, so that the commit's flush does not hide
 the cost of the ID.
+
+Then it measures one statement: an INSERT ... SELECT of --statement-rows
+rows (100,000 unless told; 0 skips it) into a fresh table of each shape,
+--statement-runs times per variant (5 unless told), alternating, and
+reports each variant's microseconds per row (medians) and the difference.
 
 With no database (no --dsn and no $DATABASE_URL) it starts a throwaway
 PostgreSQL from the local server binaries, installs sfgen into it for
@@ -42,6 +48,7 @@ Examples:
   sfgen bench --duration 60s --rounds 120
   sfgen bench --dsn postgres://app@localhost/app --schema ids --json
   sfgen bench --layout discord --clients 4
+  sfgen bench --duration 2s --statement-rows 1000000 --statement-runs 9
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -55,6 +62,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	clients := c.intVar("clients", "concurrent clients `N`", bench.DefaultClients, 1, bench.MaxClients)
 	duration := c.fs.Duration("duration", bench.DefaultDuration, withRange("measured time `D` per variant, split into rounds", bench.FormatDuration(bench.MinRound), bench.FormatDuration(bench.MaxDuration)))
 	rounds := c.intVar("rounds", fmt.Sprintf("rounds `N` per variant; 0: one per %v of --duration", bench.DefaultRound), 0, 0, bench.MaxRounds)
+	statementRows := c.intVar("statement-rows", "rows `N` of the one-statement INSERT ... SELECT; 0 skips it", bench.DefaultStatementRows, 0, bench.MaxStatementRows)
+	statementRuns := c.intVar("statement-runs", "runs `N` of the one-statement INSERT ... SELECT per variant", bench.DefaultStatementRuns, 1, bench.MaxStatementRuns)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	if code, done := c.parseFlags(args); done {
 		return code
@@ -64,7 +73,13 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		Clients:  clients.Int(),
 		Duration: *duration,
 		Rounds:   rounds.Int(),
-		Progress: prefixWriter{stderr, "sfgen bench: "},
+		// 0 on the command line skips it; in a Config, 0 is the default.
+		StatementRows: statementRows.Int(),
+		StatementRuns: statementRuns.Int(),
+		Progress:      prefixWriter{stderr, "sfgen bench: "},
+	}
+	if statementRows.Int() == 0 {
+		cfg.StatementRows = -1
 	}
 	if err := cfg.Normalize(); err != nil {
 		return c.usageError("%v", err)

@@ -16,7 +16,7 @@ func TestBenchOnADatabase(t *testing.T) {
 	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 5, Machine: 6})
 	conn, _ := testSchema(t, dsn)
 	before := pgtest.Relations(t, conn)
-	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--clients", "2", "--duration", "400ms", "--json")
+	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--clients", "2", "--duration", "400ms", "--statement-rows", "2000", "--statement-runs", "2", "--json")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -37,7 +37,10 @@ func TestBenchOnADatabase(t *testing.T) {
 	if l := res.Lag; l.Rows < res.Snowflake.Rows || l.Min < 0 || l.P50 < l.Min || l.P99 < l.P50 || l.Max < l.P99 || l.Max < 0.5 || l.P50 > slowest {
 		t.Errorf("lag %+v for %d rows; want every row, 0 <= min <= p50 <= p99 <= max, max at least 0.5 ms, p50 at most %v ms", l, res.Snowflake.Rows, slowest)
 	}
-	if !strings.Contains(errOut, "round 1/") {
+	if st := res.Statement; st == nil || st.Rows != 2000 || len(st.BigserialUs) != 2 || len(st.SnowflakeUs) != 2 {
+		t.Errorf("statement measurement %+v, want 2 runs of 2000 rows each", res.Statement)
+	}
+	if !strings.Contains(errOut, "round 1/") || !strings.Contains(errOut, "statement 2/2") {
 		t.Errorf("no progress on stderr: %q", errOut)
 	}
 	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
@@ -50,7 +53,7 @@ func TestBenchThrowawayCluster(t *testing.T) {
 		t.Skip("starts a PostgreSQL")
 	}
 	withoutDatabase(t)
-	code, out, errOut := sfgen(t, "bench", "--clients", "1", "--duration", "300ms")
+	code, out, errOut := sfgen(t, "bench", "--clients", "1", "--duration", "300ms", "--statement-rows", "0")
 	if code != 0 {
 		t.Fatalf("exit %d, stderr %s", code, errOut)
 	}
@@ -58,6 +61,9 @@ func TestBenchThrowawayCluster(t *testing.T) {
 		if !strings.Contains(out, w) {
 			t.Errorf("report lacks %q:\n%s", w, out)
 		}
+	}
+	if strings.Contains(out, "INSERT ... SELECT") || strings.Contains(errOut, "statement 1/") {
+		t.Errorf("--statement-rows 0 still measured the statement:\n%s\n%s", out, errOut)
 	}
 	// The throwaway gets pg_walinspect, so both rows give the sequence WAL.
 	for _, line := range strings.Split(out, "\n") {
@@ -87,6 +93,9 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"--rounds", "many"}, []string{"rounds", `"many"`}},
 		{[]string{"--duration", "1s", "--rounds", "20"}, []string{"1s", "20 rounds", "100ms"}},
 		{[]string{"now"}, []string{"now"}},
+		{[]string{"--statement-rows", "-1"}, []string{"statement-rows", "-1", "[0, 10000000]"}},
+		{[]string{"--statement-rows", "10000001"}, []string{"statement-rows", "10000001"}},
+		{[]string{"--statement-runs", "0"}, []string{"statement-runs", "0", "[1, 100]"}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"bench"}, tc.args...)...)
 		if code != 2 || out != "" {

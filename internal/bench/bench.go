@@ -12,6 +12,10 @@
 // generator's own WAL, apart from the row's), and how far the time in each
 // ID lags the clock_timestamp() that the same row stored.
 //
+// Run then measures one statement: an INSERT ... SELECT of many rows
+// into a fresh table of each shape, the variants alternating from run to
+// run, in microseconds per row (what a bulk load pays for its IDs).
+//
 // The scratch tables get a unique name, live in the generator's schema and
 // are dropped when Run returns, however it returns.
 package bench
@@ -45,6 +49,11 @@ const (
 	MaxRounds       = 600
 	MinRound        = 100 * time.Millisecond // the shortest round measured
 	DefaultRound    = 200 * time.Millisecond // the length of a round when Rounds is 0
+
+	DefaultStatementRows = 100_000    // rows of the one-statement measurement when StatementRows is 0
+	MaxStatementRows     = 10_000_000 // the most StatementRows may ask for
+	DefaultStatementRuns = 5          // its runs per variant when StatementRuns is 0
+	MaxStatementRuns     = 100
 )
 
 // Config says what to measure.
@@ -64,7 +73,14 @@ type Config struct {
 	// "" means off, so that the commit's fsync does not hide the cost of
 	// the ID.
 	SynchronousCommit string
-	Progress          io.Writer // progress lines; nil means none
+	// StatementRows is the size of the one-statement measurement: one
+	// INSERT ... SELECT of that many rows into a fresh table per variant
+	// and run; 0 means DefaultStatementRows, -1 skips the measurement.
+	StatementRows int
+	// StatementRuns is how many times each variant's statement runs,
+	// alternating with the other's; 0 means DefaultStatementRuns.
+	StatementRuns int
+	Progress      io.Writer // progress lines; nil means none
 }
 
 // A Variant is one side of the comparison.
@@ -108,6 +124,23 @@ type Result struct {
 	// which ran back to back: their spread shows how noisy the machine was.
 	RoundRatios []float64 `json:"round_ratios"`
 	Lag         Lag       `json:"lag"`
+	// Statement is the one-statement measurement; nil when skipped.
+	Statement *Statement `json:"statement,omitempty"`
+}
+
+// Statement is what one INSERT ... SELECT of Rows rows into a fresh table
+// costs per row, in microseconds (the statement's time, as the client
+// saw it, over its rows), for each variant, Runs times.
+type Statement struct {
+	Rows        int       `json:"rows"`
+	Runs        int       `json:"runs"`
+	BigserialUs []float64 `json:"bigserial_us_per_row"`         // each run's
+	SnowflakeUs []float64 `json:"snowflake_next_id_us_per_row"` // each run's
+	// The medians of the runs, and the median of each run's difference
+	// (snowflake_next_id's minus bigserial's, the two back to back).
+	BigserialMedianUs float64 `json:"bigserial_median_us"`
+	SnowflakeMedianUs float64 `json:"snowflake_next_id_median_us"`
+	ExtraMedianUs     float64 `json:"extra_median_us"`
 }
 
 // Normalize fills in the defaults of c's zero fields and checks the
@@ -143,6 +176,18 @@ func (c *Config) Normalize() error {
 	}
 	if c.SynchronousCommit == "" {
 		c.SynchronousCommit = "off"
+	}
+	if c.StatementRows == 0 {
+		c.StatementRows = DefaultStatementRows
+	}
+	if c.StatementRows != -1 && (c.StatementRows < 1 || c.StatementRows > MaxStatementRows) {
+		return fmt.Errorf("statement rows %d out of range [1, %d] (or -1: none)", c.StatementRows, MaxStatementRows)
+	}
+	if c.StatementRuns == 0 {
+		c.StatementRuns = DefaultStatementRuns
+	}
+	if c.StatementRuns < 1 || c.StatementRuns > MaxStatementRuns {
+		return fmt.Errorf("statement runs %d out of range [1, %d]", c.StatementRuns, MaxStatementRuns)
 	}
 	return nil
 }
@@ -240,7 +285,78 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if res.Lag, err = measureLag(ctx, pool, schema, tables[1]); err != nil {
 		return nil, err
 	}
+	if cfg.StatementRows > 0 {
+		if res.Statement, err = runStatements(ctx, pool, schema, cfg, progress); err != nil {
+			return nil, err
+		}
+	}
 	return res, nil
+}
+
+// runStatements measures one INSERT ... SELECT of cfg.StatementRows rows
+// per variant into a fresh table of its shape, cfg.StatementRuns times,
+// alternating which goes first; each table is dropped after its run.
+func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Config, progress io.Writer) (*Statement, error) {
+	st := &Statement{Rows: cfg.StatementRows, Runs: cfg.StatementRuns}
+	per := [2]*[]float64{&st.BigserialUs, &st.SnowflakeUs}
+	names := [2]string{"bigserial", "snowflake_next_id"}
+	for r := range cfg.StatementRuns {
+		order := [2]int{0, 1}
+		if r%2 == 1 {
+			order = [2]int{1, 0}
+		}
+		for _, v := range order {
+			us, err := oneStatement(ctx, pool, schema, v == 1, cfg.StatementRows)
+			if err != nil {
+				return nil, err
+			}
+			*per[v] = append(*per[v], us)
+			fmt.Fprintf(progress, "statement %d/%d %-17s %7.3f us/row\n", r+1, cfg.StatementRuns, names[v], us)
+		}
+	}
+	diffs := make([]float64, len(st.BigserialUs))
+	for i := range diffs {
+		diffs[i] = st.SnowflakeUs[i] - st.BigserialUs[i]
+	}
+	st.BigserialMedianUs = quantile(st.BigserialUs, 0.5)
+	st.SnowflakeMedianUs = quantile(st.SnowflakeUs, 0.5)
+	st.ExtraMedianUs = quantile(diffs, 0.5)
+	return st, nil
+}
+
+// oneStatement creates a fresh scratch table (bigserial's shape, or
+// snowflake_next_id()'s), inserts rows into it in one statement, drops
+// it, and returns the statement's microseconds per row.
+func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, snowflake bool, rows int) (float64, error) {
+	suffix := make([]byte, 4)
+	rand.Read(suffix)
+	table := schema + "." + pgident.Quote("sfgen_bench_stmt_"+hex.EncodeToString(suffix))
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		pool.Exec(cctx, "DROP TABLE IF EXISTS "+table)
+	}()
+	if _, err := pool.Exec(ctx, scratchTable(table, schema, snowflake)); err != nil {
+		return 0, fmt.Errorf("create scratch table: %w", err)
+	}
+	t0 := time.Now()
+	if _, err := pool.Exec(ctx, "INSERT INTO "+table+" (client) SELECT 0 FROM pg_catalog.generate_series(1, $1::integer)", rows); err != nil {
+		return 0, fmt.Errorf("one-statement insert: %w", err)
+	}
+	return float64(time.Since(t0).Microseconds()) / float64(rows), nil
+}
+
+// scratchTable is the CREATE TABLE of a scratch table (quoted, qualified)
+// with bigserial's id or snowflake_next_id()'s from schema (quoted).
+func scratchTable(table, schema string, snowflake bool) string {
+	id := "id bigserial PRIMARY KEY"
+	if snowflake {
+		id = "id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id()"
+	}
+	return `CREATE TABLE ` + table + ` (
+			` + id + `,
+			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+			client integer NOT NULL)`
 }
 
 // openPool opens the pool Run uses: one connection a client and one for
@@ -281,17 +397,10 @@ func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string)
 			pool.Exec(cctx, "DROP TABLE IF EXISTS "+t)
 		}
 	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[0]+` (
-			id bigserial PRIMARY KEY,
-			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-			client integer NOT NULL)`); err != nil {
-		return tables, drop, fmt.Errorf("create scratch table: %w", err)
-	}
-	if _, err := pool.Exec(ctx, `CREATE TABLE `+tables[1]+` (
-			id bigint PRIMARY KEY DEFAULT `+schema+`.snowflake_next_id(),
-			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
-			client integer NOT NULL)`); err != nil {
-		return tables, drop, fmt.Errorf("create scratch table: %w", err)
+	for i, t := range tables {
+		if _, err := pool.Exec(ctx, scratchTable(t, schema, i == 1)); err != nil {
+			return tables, drop, fmt.Errorf("create scratch table: %w", err)
+		}
 	}
 	return tables, drop, nil
 }

@@ -52,7 +52,8 @@ func TestRun(t *testing.T) {
 	before := pgtest.Relations(t, conn)
 	var progress bytes.Buffer
 	probe := &lagProbe{t: t, conn: conn, schema: "bench_ids", progress: &progress}
-	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2, Progress: probe})
+	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2,
+		StatementRows: 3000, StatementRuns: 3, Progress: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,12 +76,22 @@ func TestRun(t *testing.T) {
 	if got := res.Lag; got.Rows != want.Rows || !near(got.P50, want.P50) || !near(got.P99, want.P99) || !near(got.Max, want.Max) || !near(got.Min, want.Min) {
 		t.Errorf("lag %+v; the rows' own (Go's Decompose against the stored clock_timestamp()) are %+v", got, want)
 	}
+	// The one-statement measurement: each run of each variant, and the
+	// medians of those.
+	if st := res.Statement; st == nil || st.Rows != 3000 || st.Runs != 3 || len(st.BigserialUs) != 3 || len(st.SnowflakeUs) != 3 ||
+		slices.Min(st.BigserialUs) <= 0 || slices.Min(st.SnowflakeUs) <= 0 ||
+		st.BigserialMedianUs != quantile(st.BigserialUs, 0.5) || st.SnowflakeMedianUs != quantile(st.SnowflakeUs, 0.5) {
+		t.Errorf("statement measurement %+v", res.Statement)
+	}
+	if n := strings.Count(progress.String(), "statement "); n != 6 {
+		t.Errorf("%d statement runs in the progress, want 6:\n%s", n, progress.String())
+	}
 	if strings.Count(progress.String(), "round ") != 4 {
 		t.Errorf("progress:\n%s", progress.String())
 	}
 	var text bytes.Buffer
 	res.WriteText(&text)
-	if !strings.Contains(text.String(), "ratio snowflake_next_id/bigserial") {
+	if !strings.Contains(text.String(), "ratio snowflake_next_id/bigserial") || !strings.Contains(text.String(), "one INSERT ... SELECT of 3000 rows") {
 		t.Errorf("report:\n%s", text.String())
 	}
 	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
