@@ -158,10 +158,26 @@ func TestSQLMatchesCommittedScript(t *testing.T) {
 	if code != 0 || out != string(want) {
 		t.Errorf("sfgen sql differs from sql/snowflake.sql")
 	}
-	code, out, _ = sfgen(t, "sql", "--schema", "ids", "--datacenter", "3", "--machine", "7")
-	want, _ = sqlgen.Script(sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7})
-	if code != 0 || out != string(want) {
-		t.Errorf("sfgen sql --schema ids --datacenter 3 --machine 7 differs from sqlgen.Script")
+	// Without node flags the script sets no node of its own: a first
+	// install takes the session's settings, or leaves it unset.
+	for _, tc := range []struct {
+		args []string
+		o    sqlgen.Options
+	}{
+		{nil, sqlgen.Options{UnsetNode: true}},
+		{[]string{"--schema", "ids"}, sqlgen.Options{Schema: "ids", UnsetNode: true}},
+		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}},
+		// One node flag is a node: the other is 0.
+		{[]string{"--machine", "7"}, sqlgen.Options{Machine: 7}},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"sql"}, tc.args...)...)
+		want, err := sqlgen.Script(tc.o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if code != 0 || errOut != "" || out != string(want) {
+			t.Errorf("sfgen sql %q = %d, stderr %q; stdout differs from sqlgen.Script(%+v)", tc.args, code, errOut, tc.o)
+		}
 	}
 }
 
@@ -174,12 +190,13 @@ func TestMigrationCommand(t *testing.T) {
 		t.Fatalf("migration = %d, %q, %q; want %s", code, out, errOut, wantPath)
 	}
 	got, _ := os.ReadFile(wantPath)
-	want, _ := sqlgen.Migration(sqlgen.Options{})
+	// No node flags: a file that sets no node of its own.
+	want, _ := sqlgen.Migration(sqlgen.Options{UnsetNode: true})
 	if !bytes.Equal(got, want) {
-		t.Error("written migration differs from sqlgen.Migration")
+		t.Error("written migration differs from sqlgen.Migration with UnsetNode")
 	}
 	code, out, errOut = sfgen(t, "migration", "--dir", dir)
-	if code != 0 || out != "" || !strings.Contains(errOut, "up to date: "+dir+" installs sfgen release 2 into schema public (00004_sfgen_snowflake.sql); nothing written") {
+	if code != 0 || out != "" || !strings.Contains(errOut, fmt.Sprintf("up to date: %s installs sfgen release %d into schema public (00004_sfgen_snowflake.sql); nothing written", dir, sqlgen.Latest)) {
 		t.Errorf("second migration = %d, %q, %q; want up to date", code, out, errOut)
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 2 {
@@ -192,8 +209,9 @@ func TestMigrationCommand(t *testing.T) {
 }
 
 // TestMigrationUpgradesReleaseOne puts release 1's migration, as sfgen
-// wrote it then, in a directory and expects only the upgrade to be added,
-// for the schema the existing file names.
+// wrote it then, in a directory and expects only the upgrades to be
+// added, one a release up to the latest, for the schema the existing file
+// names.
 func TestMigrationUpgradesReleaseOne(t *testing.T) {
 	o := sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}
 	files, err := sqlgen.Migrations(o)
@@ -218,13 +236,18 @@ func TestMigrationUpgradesReleaseOne(t *testing.T) {
 		}
 	}
 	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential", "--schema", "ids")
-	wantPath := filepath.Join(dir, "00003_sfgen_release_2.sql")
-	if code != 0 || out != wantPath+"\n" || errOut != "" {
-		t.Fatalf("migration = %d, %q, %q; want %s", code, out, errOut, wantPath)
+	var wantPaths []string // release 2 is version 3, and so on
+	for r := 2; r <= sqlgen.Latest; r++ {
+		wantPaths = append(wantPaths, filepath.Join(dir, fmt.Sprintf("%05d_sfgen_release_%d.sql", r+1, r)))
 	}
-	got, _ := os.ReadFile(wantPath)
-	if want, _ := sqlgen.Upgrade(o, 2); !bytes.Equal(got, want) {
-		t.Error("written upgrade differs from sqlgen.Upgrade for schema ids")
+	if code != 0 || out != strings.Join(wantPaths, "\n")+"\n" || errOut != "" {
+		t.Fatalf("migration = %d, %q, %q; want %q", code, out, errOut, wantPaths)
+	}
+	for i, path := range wantPaths {
+		got, _ := os.ReadFile(path)
+		if want, _ := sqlgen.Upgrade(o, i+2); !bytes.Equal(got, want) {
+			t.Errorf("written upgrade %s differs from sqlgen.Upgrade to release %d for schema ids", path, i+2)
+		}
 	}
 	if b, _ := os.ReadFile(first); !bytes.Equal(b, files[0].SQL) {
 		t.Error("the existing release 1 migration changed")

@@ -110,8 +110,9 @@ func TestGooseCommandRunsMigration(t *testing.T) {
 
 // TestGooseCommandUpgradesReleaseOne is an application that applied
 // release 1's migration with the goose command: `sfgen migration` adds the
-// upgrade, goose applies it, and node, state and rows survive; goose down
-// puts release 1 back, and up again reaches release 2.
+// upgrades, one a release up to the latest, goose applies them, and node,
+// state and rows survive; goose down, one file at a time, puts each
+// earlier release back down to release 1, and up again reaches the latest.
 func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the goose command")
@@ -161,12 +162,20 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 	before := insert(1000)
 
 	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential")
-	if want := filepath.Join(dir, "00003_sfgen_release_2.sql"); code != 0 || strings.TrimSpace(out) != want {
-		t.Fatalf("sfgen migration = %d, %q, %q; want %s", code, out, errOut, want)
+	var upgrades []string // release 2 is version 3, and so on
+	for r := 2; r <= sqlgen.Latest; r++ {
+		upgrades = append(upgrades, fmt.Sprintf("%05d_sfgen_release_%d.sql", r+1, r))
+	}
+	var wantOut strings.Builder
+	for _, name := range upgrades {
+		wantOut.WriteString(filepath.Join(dir, name) + "\n")
+	}
+	if code != 0 || out != wantOut.String() || errOut != "" {
+		t.Fatalf("sfgen migration = %d, %q, %q; want %q", code, out, errOut, wantOut.String())
 	}
 	runGoose("up")
-	if r, n := release(), node(); r != 2 || n != "2/9" {
-		t.Fatalf("after the upgrade: release %d, node %s; want 2, 2/9", r, n)
+	if r, n := release(), node(); r != sqlgen.Latest || n != "2/9" {
+		t.Fatalf("after the upgrade: release %d, node %s; want %d, 2/9", r, n, sqlgen.Latest)
 	}
 	after := insert(1000)
 	if after <= before {
@@ -178,20 +187,24 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 		t.Errorf("users has %d rows, %d distinct IDs; want 2000", rows, distinct)
 	}
 
-	if out := runGoose("down"); !strings.Contains(out, "00003_sfgen_release_2.sql") {
-		t.Errorf("goose down did not roll back the upgrade:\n%s", out)
-	}
-	if r, n := release(), node(); r != 1 || n != "2/9" {
-		t.Errorf("after goose down: release %d, node %s; want 1, 2/9", r, n)
-	}
-	if down := insert(10); down <= after {
-		t.Errorf("IDs after goose down (max %d) are not above those before it (max %d)", down, after)
+	for r := sqlgen.Latest; r >= 2; r-- {
+		if out := runGoose("down"); !strings.Contains(out, upgrades[r-2]) {
+			t.Errorf("goose down at release %d did not roll back %s:\n%s", r, upgrades[r-2], out)
+		}
+		if got, n := release(), node(); got != r-1 || n != "2/9" {
+			t.Errorf("after goose down from release %d: release %d, node %s; want %d, 2/9", r, got, n, r-1)
+		}
+		down := insert(10)
+		if down <= after {
+			t.Errorf("IDs at release %d after goose down (max %d) are not above those before it (max %d)", r-1, down, after)
+		}
+		after = down
 	}
 	runGoose("up")
-	if r := release(); r != 2 {
-		t.Errorf("after goose up again: release %d", r)
+	if r := release(); r != sqlgen.Latest {
+		t.Errorf("after goose up again: release %d; want %d", r, sqlgen.Latest)
 	}
 	if code, out, errOut := sfgen(t, "migration", "--dir", dir); code != 0 || out != "" || !strings.Contains(errOut, "up to date") {
-		t.Errorf("sfgen migration at release 2 = %d, %q, %q; want up to date", code, out, errOut)
+		t.Errorf("sfgen migration at release %d = %d, %q, %q; want up to date", sqlgen.Latest, code, out, errOut)
 	}
 }

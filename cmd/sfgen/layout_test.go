@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -190,7 +191,7 @@ func TestLayoutsSideBySide(t *testing.T) {
 	}
 	for _, l := range layouts {
 		code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", l.schema, "--layout", l.flag, "--datacenter", "1", "--machine", "2")
-		if code != 0 || !strings.HasSuffix(out, "schema "+l.schema+" is at sfgen release 2\n") {
+		if code != 0 || errOut != "" || !strings.HasSuffix(out, fmt.Sprintf("schema %s is at sfgen release %d\n", l.schema, sqlgen.Latest)) {
 			t.Fatalf("install --schema %s --layout %s = %d, %q, %q", l.schema, l.flag, code, out, errOut)
 		}
 	}
@@ -210,7 +211,7 @@ func TestLayoutsSideBySide(t *testing.T) {
 			t.Errorf("verify --schema %s --layout %s = %d, %q, %q; want 0 and the layout in the report", l.schema, l.flag, code, out, errOut)
 		}
 		code, out, errOut = sfgen(t, "node", "--dsn", dsn, "--schema", l.schema)
-		if want := "datacenter 1, machine 2 (schema " + l.schema + ", sfgen release 2, layout " + l.name + ")\n"; code != 0 || out != want {
+		if want := fmt.Sprintf("datacenter 1, machine 2 (schema %s, sfgen release %d, layout %s)\n", l.schema, sqlgen.Latest, l.name); code != 0 || out != want {
 			t.Errorf("node --schema %s = %d, %q, %q; want %q", l.schema, code, out, errOut, want)
 		}
 	}
@@ -243,7 +244,7 @@ func TestLayoutsSideBySide(t *testing.T) {
 	}
 	// A node in the custom layout's range but outside Twitter's is set.
 	code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", "custom", "--datacenter", "15", "--machine", "63")
-	if want := "datacenter 1, machine 2 -> datacenter 15, machine 63 (schema custom, sfgen release 2, layout " + customSpec + ")\n"; code != 0 || out != want {
+	if want := fmt.Sprintf("datacenter 1, machine 2 -> datacenter 15, machine 63 (schema custom, sfgen release %d, layout %s)\n", sqlgen.Latest, customSpec); code != 0 || out != want {
 		t.Errorf("node --schema custom --datacenter 15 --machine 63 = %d, %q, %q; want %q", code, out, errOut, want)
 	}
 	// Each schema keeps its own layout and node: public is untouched.
@@ -264,8 +265,9 @@ func TestMigrationLayout(t *testing.T) {
 		t.Fatalf("migration --layout discord = %d, %q, %q", code, out, errOut)
 	}
 	got, _ := os.ReadFile(path)
-	if want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Discord}); !bytes.Equal(got, want) {
-		t.Error("the migration differs from sqlgen.Migration for the Discord layout")
+	// No node flags: a file that sets no node of its own.
+	if want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Discord, UnsetNode: true}); !bytes.Equal(got, want) {
+		t.Error("the migration differs from sqlgen.Migration for the Discord layout with UnsetNode")
 	}
 	found, err := migrationdir.Find(dir)
 	if err != nil || len(found) != 1 || found[0].Layout != discordSpec {
@@ -300,13 +302,18 @@ func TestMigrationLayout(t *testing.T) {
 		t.Errorf("migration --layout discord over the custom release 1 = %d, %q, %q", code, out, errOut)
 	}
 	code, out, errOut = sfgen(t, "migration", "--dir", dir, "--sequential")
-	upgrade := filepath.Join(dir, "00002_sfgen_release_2.sql")
-	if code != 0 || out != upgrade+"\n" || errOut != "" {
-		t.Fatalf("migration over the custom release 1 = %d, %q, %q", code, out, errOut)
+	var upgrades []string // release 2 is version 2, and so on
+	for r := 2; r <= sqlgen.Latest; r++ {
+		upgrades = append(upgrades, filepath.Join(dir, fmt.Sprintf("%05d_sfgen_release_%d.sql", r, r)))
 	}
-	got, _ = os.ReadFile(upgrade)
-	if want, _ := sqlgen.Upgrade(o, 2); !bytes.Equal(got, want) {
-		t.Error("the upgrade differs from sqlgen.Upgrade for the custom layout")
+	if code != 0 || out != strings.Join(upgrades, "\n")+"\n" || errOut != "" {
+		t.Fatalf("migration over the custom release 1 = %d, %q, %q; want %q", code, out, errOut, upgrades)
+	}
+	for i, upgrade := range upgrades {
+		got, _ = os.ReadFile(upgrade)
+		if want, _ := sqlgen.Upgrade(o, i+2); !bytes.Equal(got, want) {
+			t.Errorf("the upgrade %s differs from sqlgen.Upgrade to release %d for the custom layout", upgrade, i+2)
+		}
 	}
 
 	// A header whose layout this sfgen cannot read.

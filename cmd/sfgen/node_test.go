@@ -42,14 +42,15 @@ func oneLine(t *testing.T, s string) {
 func TestNodeShowAndSet(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 2, Machine: 4})
+	where := fmt.Sprintf(" (schema %s, sfgen release %d, layout twitter)\n", schema, sqlgen.Latest)
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{nil, "datacenter 2, machine 4 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
-		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
-		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
-		{nil, "datacenter 3, machine 31 (schema " + schema + ", sfgen release 2, layout twitter)\n"},
+		{nil, "datacenter 2, machine 4" + where},
+		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7" + where},
+		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31" + where},
+		{nil, "datacenter 3, machine 31" + where},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"node", "--dsn", dsn, "--schema", schema}, tc.args...)...)
 		if code != 0 || out != tc.want {
@@ -86,7 +87,7 @@ func TestNodeNeedsTheOwner(t *testing.T) {
 	if _, err := conn.Exec(ctx, "GRANT USAGE ON SCHEMA "+schema+" TO "+role); err != nil {
 		t.Fatal(err)
 	}
-	unchanged := "datacenter 0, machine 0 (schema " + schema + ", sfgen release 2, layout twitter)\n"
+	unchanged := fmt.Sprintf("datacenter 0, machine 0 (schema %s, sfgen release %d, layout twitter)\n", schema, sqlgen.Latest)
 	code, out, errOut := sfgen(t, "node", "--dsn", appDSN, "--schema", schema)
 	if code != 0 || out != unchanged || errOut != "" {
 		t.Errorf("a non-owner reading the node: exit %d, %q %q; want 0, %q", code, out, errOut, unchanged)
@@ -182,7 +183,7 @@ func TestNodeSaysTheRelease(t *testing.T) {
 	}
 	code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema)
 	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1, layout twitter)\n" ||
-		!strings.Contains(errOut, "is at sfgen release 1, older than this sfgen's release 2") {
+		!strings.Contains(errOut, fmt.Sprintf("is at sfgen release 1, older than this sfgen's release %d", sqlgen.Latest)) {
 		t.Errorf("node on release 1 = %d, %q, %q", code, out, errOut)
 	}
 }
@@ -208,7 +209,7 @@ func TestNodeFleet(t *testing.T) {
 		line string          // after the name, as listed
 	}
 	tw := func(dc, m int64) db {
-		return db{&sqlgen.Options{Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release 2", dc, m)}
+		return db{&sqlgen.Options{Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release %d", dc, m, sqlgen.Latest)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -224,7 +225,7 @@ func TestNodeFleet(t *testing.T) {
 		{"all distinct", []db{tw(1, 1), tw(2, 2), tw(1, 2)}, 0, nil, "ok: 3 schemas with sfgen, each with its own node"},
 		{"one without sfgen", []db{tw(1, 1), {nil, "no sfgen (snowflake_layout() is not in schema SCHEMA; 'sfgen install' puts it there)"}, tw(2, 1)}, 0, nil,
 			"ok: 2 schemas with sfgen, each with its own node (1 without sfgen)"},
-		{"different layouts", []db{tw(1, 1), {&sqlgen.Options{Layout: discord, Datacenter: 1, Machine: 1}, "datacenter 1, machine 1, layout discord, sfgen release 2"}, tw(2, 2)}, 0, nil,
+		{"different layouts", []db{tw(1, 1), {&sqlgen.Options{Layout: discord, Datacenter: 1, Machine: 1}, fmt.Sprintf("datacenter 1, machine 1, layout discord, sfgen release %d", sqlgen.Latest)}, tw(2, 2)}, 0, nil,
 			"ok: 3 schemas with sfgen, each with its own node"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -270,6 +271,7 @@ func TestNodeFleetJSON(t *testing.T) {
 			Database   string `json:"database"`
 			Schema     string `json:"schema"`
 			Installed  bool   `json:"installed"`
+			NodeSet    bool   `json:"node_set"`
 			Datacenter int64  `json:"datacenter"`
 			Machine    int64  `json:"machine"`
 			Layout     string `json:"layout"`
@@ -294,8 +296,8 @@ func TestNodeFleetJSON(t *testing.T) {
 		installed  bool
 	}{{nodeName(t, a), schema, true}, {nodeName(t, a), "public", false}, {nodeName(t, b), schema, true}, {nodeName(t, b), "public", false}} {
 		g := got.Targets[i]
-		if g.Database != w.db || g.Schema != w.schema || g.Installed != w.installed || g.SameAs != nil || g.Error != "" ||
-			w.installed && (g.Datacenter != 3 || g.Machine != 4 || g.Layout != "twitter" || g.Release != 2) {
+		if g.Database != w.db || g.Schema != w.schema || g.Installed != w.installed || g.NodeSet != w.installed || g.SameAs != nil || g.Error != "" ||
+			w.installed && (g.Datacenter != 3 || g.Machine != 4 || g.Layout != "twitter" || g.Release != sqlgen.Latest) {
 			t.Errorf("target %d = %+v; want %+v with node 3/4", i, g, w)
 		}
 	}
@@ -304,7 +306,7 @@ func TestNodeFleetJSON(t *testing.T) {
 	}
 	// One database, --json: the same object, with one target.
 	code, out, _ = sfgen(t, "node", "--dsn", a, "--schema", schema, "--json")
-	if code != 0 || !strings.HasPrefix(out, `{"ok":true,"targets":[{"database":"`+nodeName(t, a)+`","schema":"`+schema+`","installed":true,"datacenter":3,"machine":4,"layout":"twitter","release":2}],"shared":[]}`) {
+	if code != 0 || !strings.HasPrefix(out, `{"ok":true,"targets":[{"database":"`+nodeName(t, a)+`","schema":"`+schema+`","installed":true,"node_set":true,"datacenter":3,"machine":4,"layout":"twitter","release":`+fmt.Sprint(sqlgen.Latest)+`}],"shared":[]}`) {
 		t.Errorf("one database --json: exit %d, %s", code, out)
 	}
 }
@@ -357,14 +359,15 @@ func TestNodeFleetClone(t *testing.T) {
 	cloneDSN := u.String()
 
 	code, out, _ := sfgen(t, "node", "--dsn", src, "--dsn", cloneDSN)
-	want := nodeName(t, src) + " schema public: datacenter 5, machine 6, layout twitter, sfgen release 2\n" +
-		nodeName(t, cloneDSN) + " schema public: datacenter 5, machine 6, layout twitter, sfgen release 2\n" +
+	line := fmt.Sprintf(" schema public: datacenter 5, machine 6, layout twitter, sfgen release %d\n", sqlgen.Latest)
+	want := nodeName(t, src) + line +
+		nodeName(t, cloneDSN) + line +
 		"shared node: datacenter 5, machine 6 in layout twitter: " + nodeName(t, src) + " schema public and " + nodeName(t, cloneDSN) + " schema public\n"
 	if code != 1 || !strings.HasPrefix(out, want) {
 		t.Errorf("a clone: exit %d, stdout:\n%s\nwant 1 and:\n%s", code, out, want)
 	}
 	code, out, _ = sfgen(t, "node", "--dsn", src, "--dsn", src)
-	want = nodeName(t, src) + " schema public: datacenter 5, machine 6, layout twitter, sfgen release 2\n" +
+	want = nodeName(t, src) + line +
 		nodeName(t, src) + " schema public: the same schema as " + nodeName(t, src) + " schema public, reached again; not compared\n" +
 		"ok: 1 schema with sfgen, each with its own node\n"
 	if code != 0 || out != want {

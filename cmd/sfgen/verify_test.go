@@ -96,22 +96,27 @@ func TestVerifyCatchesBrokenFunctions(t *testing.T) {
 	}
 }
 
-// TestVerifyFlagsAnOlderRelease installs release 1 and expects verify to
-// fail, saying how to upgrade, although every answer agrees; after the
-// upgrade it passes.
+// TestVerifyFlagsAnOlderRelease installs release 1, then each later
+// release in turn, and expects verify to fail on every release before the
+// latest, saying how to upgrade, although every answer agrees; at the
+// latest it passes.
 func TestVerifyFlagsAnOlderRelease(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
-	for _, step := range []struct {
+	type step struct {
 		release int
 		code    int
 		want    []string
-	}{
-		{1, 1, []string{"mismatches     0", "release        1, older than this sfgen's release 2",
-			"FAIL: schema " + schema + " is at sfgen release 1 and lacks release 2's fixes",
-			"sfgen install --dsn URL --schema " + schema}},
-		{2, 0, []string{"release        2, this sfgen's", "ok: PostgreSQL and Go agree on every input"}},
-	} {
+	}
+	var steps []step
+	for r := 1; r < sqlgen.Latest; r++ {
+		steps = append(steps, step{r, 1, []string{"mismatches     0",
+			fmt.Sprintf("release        %d, older than this sfgen's release %d", r, sqlgen.Latest),
+			fmt.Sprintf("FAIL: schema %s is at sfgen release %d and lacks release %d's fixes", schema, r, sqlgen.Latest),
+			"sfgen install --dsn URL --schema " + schema}})
+	}
+	steps = append(steps, step{sqlgen.Latest, 0, []string{fmt.Sprintf("release        %d, this sfgen's", sqlgen.Latest), "ok: PostgreSQL and Go agree on every input"}})
+	for _, step := range steps {
 		script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema}, step.release)
 		if err != nil {
 			t.Fatal(err)
@@ -172,7 +177,8 @@ func TestVerifyUsage(t *testing.T) {
 
 // TestVerifyFlagsAnOlderScriptOverALaterRelease runs release 1's plain
 // script over release 2: snowflake_release() still says 2, but verify
-// names the functions it put back, and fails until release 2 is put back.
+// names the functions it put back, and fails until the latest release's
+// script puts them back.
 func TestVerifyFlagsAnOlderScriptOverALaterRelease(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
@@ -194,6 +200,6 @@ func TestVerifyFlagsAnOlderScriptOverALaterRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	if code, out, _ := sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "100"); code != 0 {
-		t.Errorf("verify after release 2's script again = %d\n%s", code, out)
+		t.Errorf("verify after the latest release's script = %d\n%s", code, out)
 	}
 }
