@@ -781,3 +781,41 @@ func TestNativePrivileges(t *testing.T) {
 		queryInt(t, app, "SELECT snowflake_next_id()")
 	}
 }
+
+// TestNativeProcedureAcrossCommits: in a procedure that commits between
+// calls (each transaction's first call looks everything up again), every
+// ID is above the one before, and a node the procedure sets is in the IDs
+// of its next transaction.
+func TestNativeProcedureAcrossCommits(t *testing.T) {
+	_, conn := setup(t, sqlgen.Options{Datacenter: 1, Machine: 2}, false)
+	mustExec(t, conn, "CREATE TABLE t (n int PRIMARY KEY, id bigint NOT NULL)")
+	mustExec(t, conn, `CREATE PROCEDURE p() LANGUAGE plpgsql AS $$
+		DECLARE v bigint;
+		BEGIN
+			FOR i IN 1..6 LOOP
+				v := snowflake_next_id();
+				INSERT INTO t VALUES (i, v);
+				IF i = 3 THEN PERFORM snowflake_set_node(13, 14); END IF;
+				COMMIT;
+			END LOOP;
+		END $$`)
+	mustExec(t, conn, "CALL p()")
+	rows, err := conn.Query(context.Background(), "SELECT id FROM t ORDER BY n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		d, _ := tw.Decompose(snowflake.ID(id))
+		want := [2]int64{1, 2}
+		if i >= 3 {
+			want = [2]int64{13, 14}
+		}
+		if [2]int64{d.Datacenter, d.Machine} != want || i > 0 && id <= ids[i-1] {
+			t.Errorf("call %d: ID %d of node %d/%d; want node %v, above the one before", i+1, id, d.Datacenter, d.Machine, want)
+		}
+	}
+}
