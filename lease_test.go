@@ -71,6 +71,11 @@ func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
 	if _, err := db.Exec(`SELECT public.snowflake_lease_reserve(0, 1, 'database staging')`); err != nil {
 		t.Fatal(err)
 	}
+	// Node 0/0 was leased once, before the schema took it as its own: its
+	// expired lease must not be handed out again.
+	if _, err := db.Exec(`INSERT INTO public.snowflake_lease VALUES (0, 0, 'long gone', 7, pg_catalog.now() - interval '1 h', pg_catalog.now() - interval '1 h', 0, 0)`); err != nil {
+		t.Fatal(err)
+	}
 	// Take leases until none is free: exactly one, node 1/1.
 	var leases []*sfgen.Lease
 	var err error
@@ -174,6 +179,43 @@ func TestLeaseLost(t *testing.T) {
 	}
 	if !errors.Is(l.Err(), sfgen.ErrLeaseLost) {
 		t.Errorf("Err() = %v; want ErrLeaseLost", l.Err())
+	}
+}
+
+// TestLeaseReleaseKeepsFloor: a holder that gives its lease back cannot
+// lower the node's high-water mark below the floor it was given, whatever
+// last millisecond it reports, so the next holder still starts above
+// every earlier holder's IDs.
+func TestLeaseReleaseKeepsFloor(t *testing.T) {
+	db := leaseDB(t, pgtest.DSN(t), "public", tinyLayout, node{0, 0})
+	for _, n := range []node{{0, 1}, {1, 0}} {
+		if _, err := db.Exec(`SELECT public.snowflake_lease_reserve($1, $2, 'elsewhere')`, n.dc, n.m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ahead := time.Now().Add(time.Hour).UnixMilli()
+	if _, err := db.Exec(`INSERT INTO public.snowflake_lease VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
+		t.Fatal(err)
+	}
+	var token, floor, high int64
+	if err := db.QueryRow(`SELECT token, floor_ms, high_water_ms FROM public.snowflake_lease_take('sql', 60000)`).Scan(&token, &floor, &high); err != nil {
+		t.Fatal(err)
+	}
+	if floor != ahead+1 || high < floor {
+		t.Fatalf("take: floor %d, high-water %d; want floor %d and high-water above it", floor, high, ahead+1)
+	}
+	var ok bool
+	if err := db.QueryRow(`SELECT public.snowflake_lease_release(1, 1, $1, 0)`, token).Scan(&ok); err != nil || !ok {
+		t.Fatalf("release: %v %v", ok, err)
+	}
+	if err := db.QueryRow(`SELECT high_water_ms FROM public.snowflake_lease WHERE datacenter_id = 1 AND machine_id = 1`).Scan(&high); err != nil {
+		t.Fatal(err)
+	}
+	if high != ahead {
+		t.Errorf("high-water after a release reporting last_ms 0: %d; want %d, the floor less one", high, ahead)
+	}
+	if err := db.QueryRow(`SELECT public.snowflake_lease_release(1, 1, $1, 0)`, token).Scan(&ok); err != nil || ok {
+		t.Errorf("a second release of the same lease: %v %v; want false", ok, err)
 	}
 }
 
