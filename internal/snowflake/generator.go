@@ -133,9 +133,9 @@ func (g *Generator) SetLimit(limitMs int64) {
 
 // Stop makes every later call of Next return err, which must not be nil,
 // and returns the time, in Unix milliseconds, of the last ID the
-// generator issued (the millisecond before its floor if it issued none).
-// No call of Next returns an ID after Stop has returned, not even one
-// that had begun before. Calling Stop again returns the same time and
+// generator issued (the millisecond before its floor if it issued none):
+// no ID any call of Next returns, one running while Stop was called
+// included, is dated later. Calling Stop again returns the same time and
 // keeps the first error.
 func (g *Generator) Stop(err error) (lastMs int64) {
 	g.stop.CompareAndSwap(nil, &err)
