@@ -29,14 +29,18 @@ import (
 // TestNativeConcurrentUniqueAndMonotonic: 8 sessions inserting at once get
 // distinct IDs, each session's IDs increase, every ID carries the node,
 // and its time is the clock's: never after the clock_timestamp() its row
-// reads after the ID, at most sqlgen.LagLimit behind the one before it.
+// reads after the ID, and at most sqlgen.LagLimit behind the one before it,
+// or sqlgen.CatchUpLockWait more for a call whose slow path waited that
+// long for the catch-up lock and then used the state as it was (dated
+// late, as docs/generator.md says; on a loaded machine a catch-up's
+// session can be descheduled that long).
 func TestNativeConcurrentUniqueAndMonotonic(t *testing.T) {
 	dsn, conn := setup(t, sqlgen.Options{Datacenter: 21, Machine: 12}, false)
 	mustExec(t, conn, `CREATE TABLE t (before timestamptz NOT NULL DEFAULT clock_timestamp(),
 		id bigint PRIMARY KEY DEFAULT snowflake_next_id(),
 		after timestamptz NOT NULL DEFAULT clock_timestamp(), worker int NOT NULL)`)
 	const workers, perWorker = 8, 3000
-	lagLimit := sqlgen.LagLimit.Milliseconds()
+	lagLimit := (sqlgen.LagLimit + sqlgen.CatchUpLockWait).Milliseconds()
 	ids := make([][]int64, workers)
 	var wg sync.WaitGroup
 	errs := make(chan error, workers)

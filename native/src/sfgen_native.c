@@ -338,7 +338,9 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for sequence %s", get_rel_name(site->guard))));
 	/*
-	 * The guard's lock for the rest of the transaction, as sequence.c
+	 * The guard's lock for the rest of the transaction, the one
+	 * pg_sequence_last_value() takes (ROW EXCLUSIVE: ALTER SEQUENCE, which
+	 * can give it a new file, conflicts with it), taken as sequence.c
 	 * takes a sequence's: under the top transaction's resource owner, so
 	 * that a rolled-back subtransaction does not release it while this
 	 * call site still reads the guard without locking it again.
@@ -349,7 +351,7 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 		Relation	rel;
 
 		CurrentResourceOwner = TopTransactionResourceOwner;
-		LockRelationOid(site->guard, AccessShareLock);
+		LockRelationOid(site->guard, RowExclusiveLock);
 		CurrentResourceOwner = current;
 		rel = relation_open(site->guard, NoLock);
 		site->guard_node = rel->rd_node;
