@@ -152,6 +152,8 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 	if g := r.Generator; g != nil {
 		if g.Skipped != "" {
 			fmt.Fprintf(w, "generator      skipped: %s\n", g.Skipped)
+		} else if g.NoNode != "" {
+			fmt.Fprintf(w, "generator      not checked: %s\n", g.NoNode)
 		} else {
 			fmt.Fprintf(w, "generator      %d IDs from %d connections at once: %d duplicates, %d out of order, %d with another node than %d/%d, %d dated outside the run\n",
 				g.IDs, g.Connections, g.Duplicates, g.OutOfOrder, g.WrongNode, g.Datacenter, g.Machine, g.OutsideRun)
@@ -188,6 +190,10 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
 		// up, so the generator check fails too: this is why.
 		fmt.Fprintf(w, "FAIL: schema %s says sfgen release %d, but an older release's plain script has replaced %d of its functions (%s); run this sfgen's install or script again (as in 'Releases and upgrades')\n",
 			r.Schema, r.Release, len(r.Stale), strings.Join(r.Stale, ", "))
+		return
+	}
+	if g := r.Generator; r.Mismatches == 0 && g != nil && g.NoNode != "" && len(g.Broken()) == 0 {
+		fmt.Fprintf(w, "FAIL: schema %s has no node, so snowflake_next_id() makes no IDs: give this database and schema a node no other maker uses, as the owner of sfgen's functions: sfgen node --dsn URL --schema %s --datacenter N --machine N\n", r.Schema, r.Schema)
 		return
 	}
 	if r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) {

@@ -47,12 +47,18 @@ type GeneratorReport struct {
 	// are then checked against the clock alone, with the milliseconds
 	// that borrowing for the IDs drawn could add.
 	NoState string `json:"no_state,omitempty"`
+	// NoNode says, when the schema has no node set (a first install of
+	// release 3 or later without one), that snowflake_next_id() refuses
+	// to make IDs, so none were drawn: a failure, until `sfgen node` sets
+	// one.
+	NoNode string `json:"no_node,omitempty"`
 }
 
 // OK reports whether the generator passed (or was skipped). IDs ahead of
-// the clock but within the state (Ahead) pass.
+// the clock but within the state (Ahead) pass; a schema without a node
+// (NoNode) does not.
 func (g *GeneratorReport) OK() bool {
-	return len(g.Broken()) == 0
+	return len(g.Broken()) == 0 && g.NoNode == ""
 }
 
 // Broken names the guarantees the generator broke, in the order the
@@ -101,6 +107,18 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 	}
 	if !installed {
 		rep.Skipped = "snowflake_next_id() is not installed (installed by an older sfgen?)"
+		return rep, nil
+	}
+	// An unset node is a PL/pgSQL snowflake_node_bits() that raises
+	// SF201; told from the catalog, without calling it.
+	var unset bool
+	if err := pool.QueryRow(ctx, `SELECT COALESCE((SELECT l.lanname OPERATOR(pg_catalog.=) 'plpgsql' FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)), false)`, schema+".snowflake_node_bits()").Scan(&unset); err != nil {
+		return nil, fmt.Errorf("read the node: %w", err)
+	}
+	if unset {
+		rep.NoNode = "no node is set, so snowflake_next_id() refuses to make IDs"
 		return rep, nil
 	}
 	if err := pool.QueryRow(ctx, "SELECT datacenter_id, machine_id FROM "+schema+".snowflake_node()").Scan(&rep.Datacenter, &rep.Machine); err != nil {
