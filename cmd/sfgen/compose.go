@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/sfgen/sfgen/internal/idjson"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -51,25 +52,17 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	return printID(c, l, id, *asJSON)
 }
 
-// idJSON is the JSON form of one ID, shared by compose and decompose.
-type idJSON struct {
-	ID          snowflake.ID `json:"id"`
-	TimestampMS int64        `json:"timestamp_ms"`
-	Time        string       `json:"time"`
-	Datacenter  int64        `json:"datacenter_id"`
-	Machine     int64        `json:"machine_id"`
-	Sequence    int64        `json:"sequence"`
-	// Layout is the layout's spec, which --layout reads back.
-	Layout snowflake.Layout `json:"layout"`
-}
+// idJSON is the JSON form of one ID, shared by compose, decompose, next
+// and serve's API (internal/idjson).
+type idJSON idjson.ID
 
 // newIDJSON returns the JSON form of id, whose parts in layout l are p.
 func newIDJSON(l snowflake.Layout, id snowflake.ID, p snowflake.Parts) idJSON {
-	return idJSON{id, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence, l}
+	return idJSON(idjson.New(l, id, p))
 }
 
 // timeFormat is RFC 3339 in UTC with exactly three fractional digits.
-const timeFormat = "2006-01-02T15:04:05.000Z07:00"
+const timeFormat = idjson.TimeFormat
 
 func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 	p, err := l.Decompose(id)
