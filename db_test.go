@@ -15,6 +15,7 @@ import (
 
 	"github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 func TestMain(m *testing.M) {
@@ -232,5 +233,57 @@ func TestREADMEDatabase(t *testing.T) {
 	}
 	if got.String() != want.String() {
 		t.Errorf("readmeDatabase printed\n%s\nits comment (and the README) says\n%s", got.String(), want.String())
+	}
+}
+
+// readmeLease runs the README's lease example, verbatim, on db (a
+// database with sfgen at release 3 or later in public), printing to w as
+// readmeDatabase does; TestREADMELease checks what it prints.
+func readmeLease(ctx context.Context, db *sql.DB, w *strings.Builder) {
+	fmt := printer{w}
+	lease, err := sfgen.TakeLease(ctx, db, sfgen.LeaseOptions{Holder: "orders-api", TTL: 15 * time.Second})
+	if err != nil {
+		panic(err) // errors.Is(err, sfgen.ErrNoFreeNode) when every node is taken
+	}
+	defer lease.Close(ctx) // gives the node back at once
+	id, err := lease.Next()
+	if err != nil {
+		panic(err) // errors.Is(err, sfgen.ErrLeaseLost) once the lease is lost
+	}
+	p, _ := lease.Layout().Decompose(id)
+	fmt.Println(p.Datacenter == lease.Datacenter(), p.Machine == lease.Machine(), lease.Err())
+	// Prints:
+	// true true <nil>
+}
+
+// TestREADMELease runs readmeLease and checks that it prints what its
+// "// Prints:" comment, which the README shows, says, and that it gave
+// its lease back.
+func TestREADMELease(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := leaseDB(t, pgtest.DSN(t), "public", snowflake.Twitter, node{1, 1})
+	var got strings.Builder
+	readmeLease(ctx, db, &got)
+	src, err := os.ReadFile("db_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, _ := strings.Cut(string(src), "func readmeLease(")
+	_, prints, ok := strings.Cut(after, "\t// Prints:\n")
+	prints, _, _ = strings.Cut(prints, "\n}\n")
+	if !ok || prints == "" {
+		t.Fatal("readmeLease has no // Prints: comment")
+	}
+	var want strings.Builder
+	for _, l := range strings.Split(prints, "\n") {
+		want.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "\t//"), " ") + "\n")
+	}
+	if got.String() != want.String() {
+		t.Errorf("readmeLease printed\n%s\nits comment (and the README) says\n%s", got.String(), want.String())
+	}
+	var live int
+	if err := db.QueryRow(`SELECT count(*) FROM public.snowflake_lease WHERE holder = 'orders-api' AND expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
+		t.Errorf("%d live leases of orders-api after the example (%v); want 0", live, err)
 	}
 }
