@@ -64,7 +64,11 @@ func TestApplyTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{sqlgen.MigrationName(1), sqlgen.MigrationName(2)}
+	// The whole release line, in order, each file once.
+	var want []string
+	for r := 1; r <= sqlgen.Latest; r++ {
+		want = append(want, sqlgen.MigrationName(r))
+	}
 	if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest || res.Schema != schema {
 		t.Fatalf("first Apply = %+v; want %v applied, version %d", res, want, sqlgen.Latest)
 	}
@@ -80,10 +84,19 @@ func TestApplyTwice(t *testing.T) {
 		t.Fatalf("worked example in the database = %d, %v", id, err)
 	}
 	// The version table is sfgen's own, beside any goose_db_version.
-	var n int
-	if err := db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id IN (1, 2)").Scan(&n); err != nil || n != 2 {
-		t.Errorf("%s.%s has %d rows for versions 1 and 2, %v", schema, VersionTable, n, err)
+	var versions string
+	if err := db.QueryRow("SELECT string_agg(version_id::text, ',' ORDER BY version_id) FROM " + schema + "." + VersionTable + " WHERE version_id > 0 AND is_applied").Scan(&versions); err != nil || versions != releaseList(1, sqlgen.Latest) {
+		t.Errorf("%s.%s records versions %q, %v; want %q", schema, VersionTable, versions, err, releaseList(1, sqlgen.Latest))
 	}
+}
+
+// releaseList is "from,...,to".
+func releaseList(from, to int) string {
+	var s []string
+	for r := from; r <= to; r++ {
+		s = append(s, fmt.Sprint(r))
+	}
+	return strings.Join(s, ",")
 }
 
 // failDDLIn makes every CREATE in schema fail from now on, with an event
@@ -335,58 +348,127 @@ func asRole(t *testing.T, db *sql.DB, role, sql string) {
 	}
 }
 
+// atRelease installs release r of the release line into schema with goose
+// in sfgen's version table, as an sfgen of release r left it.
+func atRelease(t *testing.T, db *sql.DB, schema string, r int) {
+	t.Helper()
+	fsys, err := FS(sqlgen.Options{Schema: schema})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + schema); err != nil {
+		t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, fsys, goose.WithTableName(schema+"."+VersionTable), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(context.Background(), int64(r)); err != nil {
+		t.Fatalf("goose UpTo(%d) on schema %s: %v", r, schema, err)
+	}
+}
+
+// A squat is an object another role makes under a name of the latest
+// release's, before sfgen makes it: what the preflight must find.
+type squat struct {
+	name    string
+	sql     string // run as the other role; {schema} replaced
+	message string // how the refusal names it; {schema} and {role} replaced
+}
+
+// latestSquats are the names release 3 added: the lease table, its
+// primary key's index and the row type the table brings, and the lease
+// functions with the signatures release 3 gives them.
+var latestSquats = []squat{
+	{"the lease table", "CREATE TABLE {schema}.snowflake_lease (datacenter_id integer, machine_id integer)",
+		"table {schema}.snowflake_lease owned by {role}"},
+	{"the lease table's primary key", "CREATE TABLE {schema}.m (a integer); CREATE UNIQUE INDEX snowflake_lease_pkey ON {schema}.m (a)",
+		"relation {schema}.snowflake_lease_pkey owned by {role}"},
+	{"a type named as the lease table", "CREATE TYPE {schema}.snowflake_lease AS ENUM ('x')",
+		"type {schema}.snowflake_lease owned by {role}"},
+	{"snowflake_lease_take", "CREATE FUNCTION {schema}.snowflake_lease_take(holder text, ttl_ms bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'",
+		"function {schema}.snowflake_lease_take(text,bigint) owned by {role}"},
+	{"snowflake_lease_renew", "CREATE FUNCTION {schema}.snowflake_lease_renew(integer, integer, bigint, bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'",
+		"function {schema}.snowflake_lease_renew(integer,integer,bigint,bigint) owned by {role}"},
+	{"snowflake_lease_release", "CREATE FUNCTION {schema}.snowflake_lease_release(integer, integer, bigint, bigint) RETURNS boolean LANGUAGE sql AS 'SELECT true'",
+		"function {schema}.snowflake_lease_release(integer,integer,bigint,bigint) owned by {role}"},
+	{"snowflake_lease_reserve", "CREATE FUNCTION {schema}.snowflake_lease_reserve(integer, integer, text) RETURNS void LANGUAGE sql AS ''",
+		"function {schema}.snowflake_lease_reserve(integer,integer,text) owned by {role}"},
+	{"snowflake_lease_unreserve", "CREATE FUNCTION {schema}.snowflake_lease_unreserve(integer, integer) RETURNS boolean LANGUAGE sql AS 'SELECT true'",
+		"function {schema}.snowflake_lease_unreserve(integer,integer) owned by {role}"},
+	{"an overload of snowflake_lease_take", "CREATE FUNCTION {schema}.snowflake_lease_take(text) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'",
+		"function {schema}.snowflake_lease_take(text) owned by {role}"},
+}
+
 // TestApplyRefuses sets up each kind of schema Apply must refuse and
 // checks that it says what it found, with the sentinel, and changes
-// nothing.
+// nothing; and that the plain script refuses it too, with the SQLSTATE.
 func TestApplyRefuses(t *testing.T) {
-	for _, tc := range []struct {
+	type refusal struct {
 		name    string
 		setup   func(t *testing.T, db *sql.DB, schema string) (role string)
 		want    error
 		message string // {schema} and {role} replaced
-	}{
+		state   string // the SQLSTATE the plain script refuses with; "": the script does not look
+	}
+	var squats []refusal
+	for _, sq := range latestSquats {
+		// Into a schema without sfgen, and over an install of the release
+		// before the latest (whose own checks knew nothing of the name).
+		for _, from := range []int{0, sqlgen.Latest - 1} {
+			squats = append(squats, refusal{fmt.Sprintf("another role's %s at release %d", sq.name, from), func(t *testing.T, db *sql.DB, schema string) string {
+				if from > 0 {
+					atRelease(t, db, schema, from)
+				}
+				role := otherRole(t, db, schema)
+				asRole(t, db, role, strings.ReplaceAll(sq.sql, "{schema}", schema))
+				return role
+			}, ErrForeignObject, sq.message, "SF101"})
+		}
+	}
+	for _, tc := range append([]refusal{
 		{"another role's state sequence", func(t *testing.T, db *sql.DB, schema string) string {
 			role := otherRole(t, db, schema)
 			asRole(t, db, role, "CREATE SEQUENCE "+schema+".snowflake_state")
 			return role
-		}, ErrForeignObject, "sequence {schema}.snowflake_state owned by {role}"},
+		}, ErrForeignObject, "sequence {schema}.snowflake_state owned by {role}", "SF101"},
 		{"another role's snowflake_next_id()", func(t *testing.T, db *sql.DB, schema string) string {
 			role := otherRole(t, db, schema)
 			asRole(t, db, role, "CREATE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
 			return role
-		}, ErrForeignObject, "function {schema}.snowflake_next_id() owned by {role}"},
+		}, ErrForeignObject, "function {schema}.snowflake_next_id() owned by {role}", "SF101"},
 		{"an overload added to an install", func(t *testing.T, db *sql.DB, schema string) string {
 			if _, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
 				t.Fatal(err)
 			}
-			db.Exec("DELETE FROM " + schema + "." + VersionTable + " WHERE version_id = 2") // so that there is something to apply
+			db.Exec("DELETE FROM "+schema+"."+VersionTable+" WHERE version_id = $1", sqlgen.Latest) // so that there is something to apply
 			role := otherRole(t, db, schema)
 			asRole(t, db, role, "CREATE FUNCTION "+schema+".snowflake_node_bits(x integer DEFAULT 0) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'")
 			return role
-		}, ErrForeignObject, "function {schema}.snowflake_node_bits(integer) owned by {role}"},
+		}, ErrForeignObject, "function {schema}.snowflake_node_bits(integer) owned by {role}", "SF101"},
 		{"the installer's own objects, not sfgen's", func(t *testing.T, db *sql.DB, schema string) string {
 			db.Exec("CREATE SCHEMA " + schema + "; CREATE TABLE " + schema + ".snowflake_state (id int)")
 			return ""
-		}, ErrForeignObject, "table {schema}.snowflake_state owned by"},
+		}, ErrForeignObject, "table {schema}.snowflake_state owned by", "SF101"},
 		{"another role's version table", func(t *testing.T, db *sql.DB, schema string) string {
 			role := otherRole(t, db, schema)
 			asRole(t, db, role, "CREATE TABLE "+schema+"."+VersionTable+" (id serial, version_id bigint, is_applied boolean, tstamp timestamp)")
 			return role
-		}, ErrForeignObject, "table {schema}.sfgen_db_version owned by {role}"},
+		}, ErrForeignObject, "table {schema}.sfgen_db_version owned by {role}", ""},
 		{"a schema another role owns", func(t *testing.T, db *sql.DB, schema string) string {
 			role := otherRole(t, db, schema)
 			db.Exec("ALTER SCHEMA " + schema + " OWNER TO " + role)
 			return role
-		}, ErrUntrustedSchema, "schema {schema} is owned by role {role}"},
+		}, ErrUntrustedSchema, "schema {schema} is owned by role {role}", "SF104"},
 		{"another layout", func(t *testing.T, db *sql.DB, schema string) string {
 			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT 'epoch=1 timestamp=41 datacenter=5 machine=5 sequence=12'$$")
 			return ""
-		}, ErrLayoutMismatch, "holds sfgen functions for layout epoch=1 timestamp=41"},
+		}, ErrLayoutMismatch, "holds sfgen functions for layout epoch=1 timestamp=41", "SF102"},
 		{"a newer release", func(t *testing.T, db *sql.DB, schema string) string {
-			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT '" + snowflake.Twitter.String() + "'$$; CREATE FUNCTION " + schema + ".snowflake_release() RETURNS integer LANGUAGE sql AS 'SELECT 3'")
+			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT '" + snowflake.Twitter.String() + "'$$; CREATE FUNCTION " + schema + fmt.Sprintf(".snowflake_release() RETURNS integer LANGUAGE sql AS 'SELECT %d'", sqlgen.Latest+1))
 			return ""
-		}, ErrNewerRelease, "is at sfgen release 3, newer than this SQL (release 2)"},
-	} {
+		}, ErrNewerRelease, fmt.Sprintf("is at sfgen release %d, newer than this SQL (release %d)", sqlgen.Latest+1, sqlgen.Latest), "SF103"},
+	}, squats...) {
 		t.Run(tc.name, func(t *testing.T) {
 			db, schema := database(t)
 			role := tc.setup(t, db, schema)
@@ -400,6 +482,21 @@ func TestApplyRefuses(t *testing.T) {
 			}
 			if after := objects(t, db, schema); fmt.Sprint(after) != fmt.Sprint(before) {
 				t.Errorf("a refused Apply changed the schema:\n  before %v\n  after  %v", before, after)
+			}
+			if tc.state == "" {
+				return
+			}
+			script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(string(script))
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != tc.state {
+				t.Errorf("the plain script = %v; want SQLSTATE %s", err, tc.state)
+			}
+			if after := objects(t, db, schema); fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("a refused plain script changed the schema:\n  before %v\n  after  %v", before, after)
 			}
 		})
 	}
@@ -628,3 +725,99 @@ func TestApplyRefusesAnEpochToCome(t *testing.T) {
 		t.Errorf("snowflake_next_id() = %d, %v; want a positive ID", id, err)
 	}
 }
+
+// TestApplyUnsetNode: a first install with UnsetNode takes the node from
+// the installing session's settings sfgen.datacenter and sfgen.machine,
+// or leaves it unset (snowflake_next_id() refuses with SF201); bad
+// settings fail the install, leaving the database as it was; without
+// UnsetNode the options' node is set whatever the settings; and no
+// install over an existing one changes its node.
+func TestApplyUnsetNode(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		settings   [2]string // sfgen.datacenter, sfgen.machine; "" unset
+		existing   bool      // Apply over an install whose node is 3/7
+		o          sqlgen.Options
+		node       string // the node after Apply; "" unset
+		err        string // Apply fails, saying this
+		errSQLCode string
+	}{
+		{"no settings", [2]string{}, false, sqlgen.Options{UnsetNode: true}, "", "", ""},
+		{"settings", [2]string{"1", "2"}, false, sqlgen.Options{UnsetNode: true}, "1/2", "", ""},
+		{"settings and a node", [2]string{"1", "2"}, false, sqlgen.Options{Datacenter: 4, Machine: 5}, "4/5", "", ""},
+		{"the zero options", [2]string{}, false, sqlgen.Options{}, "0/0", "", ""},
+		{"settings over an install", [2]string{"1", "2"}, true, sqlgen.Options{UnsetNode: true}, "3/7", "", ""},
+		{"no settings over an install", [2]string{}, true, sqlgen.Options{UnsetNode: true}, "3/7", "", ""},
+		{"one setting", [2]string{"1", ""}, false, sqlgen.Options{UnsetNode: true}, "", "sfgen.machine (unset)", "22023"},
+		{"not a number", [2]string{"x", "2"}, false, sqlgen.Options{UnsetNode: true}, "", "sfgen.datacenter ('x')", "22023"},
+		{"out of range", [2]string{"99", "0"}, false, sqlgen.Options{UnsetNode: true}, "", "datacenter 99 out of range", "22003"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db, schema := database(t)
+			ctx := context.Background()
+			if tc.existing {
+				if _, err := Apply(ctx, db, sqlgen.Options{Schema: schema}); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := db.Exec("SELECT " + schema + ".snowflake_set_node(3, 7)"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i, name := range []string{"sfgen.datacenter", "sfgen.machine"} {
+				if tc.settings[i] == "" {
+					continue
+				}
+				if _, err := db.Exec(fmt.Sprintf("DO $$BEGIN EXECUTE format('ALTER DATABASE %%I SET %s = %%L', current_database(), %s); END$$", name, pgQuote(tc.settings[i]))); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// New sessions, which read the database's settings.
+			withSettings, err := sql.Open("pgx", dsnOf(t, db))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer withSettings.Close()
+			before := objects(t, db, schema)
+			o := tc.o
+			o.Schema = schema
+			res, err := Apply(ctx, withSettings, o)
+			if tc.err != "" {
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != tc.errSQLCode || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("Apply = %v; want SQLSTATE %s saying %q", err, tc.errSQLCode, tc.err)
+				}
+				var exists bool
+				db.QueryRow("SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = $1)", schema).Scan(&exists)
+				if after := objects(t, db, schema); exists || fmt.Sprint(after) != fmt.Sprint(before) {
+					t.Errorf("after a failed first install, schema %s exists = %v and holds %v; want the database as it was", schema, exists, after)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Apply: %v", err)
+			}
+			if res.Version != sqlgen.Latest {
+				t.Errorf("Apply = %+v; want version %d", res, sqlgen.Latest)
+			}
+			var id int64
+			err = withSettings.QueryRow("SELECT " + schema + ".snowflake_next_id()").Scan(&id)
+			if tc.node == "" {
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != "SF201" || !strings.Contains(pe.Message, "no node is set for schema "+schema) {
+					t.Errorf("snowflake_next_id() with no node = %d, %v; want SQLSTATE SF201 naming the schema", id, err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("snowflake_next_id(): %v", err)
+			}
+			p, err := snowflake.Decompose(snowflake.ID(id))
+			if got := fmt.Sprintf("%d/%d", p.Datacenter, p.Machine); err != nil || got != tc.node {
+				t.Errorf("snowflake_next_id() = %d, with node %s (%v); want node %s", id, got, err, tc.node)
+			}
+		})
+	}
+}
+
+// pgQuote quotes s as an SQL string literal.
+func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }

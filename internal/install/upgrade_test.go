@@ -1,12 +1,13 @@
 package install
 
-// Tests of the step from release 1 of sfgen's SQL to release 2 and back,
-// on a real PostgreSQL: every route that puts a schema at release 1 and
-// every route up from there, keeping the node, the generator's state, the
-// rows and the column defaults; the same catalog whichever route was
-// taken; goose's Down back to release 1; a change of release while
-// clients insert, and under a statement that runs across it; and what the
-// releases do when run again or out of order.
+// Tests of the steps between releases of sfgen's SQL, up to
+// sqlgen.Latest and back, on a real PostgreSQL: every route that puts a
+// schema at each earlier release and every route up from there, keeping
+// the node, the generator's state, the rows and the column defaults; the
+// same catalog whichever route was taken; goose's Down back to each
+// release before; a change of release while clients insert, and under a
+// statement that runs across it; and what the releases do when run again
+// or out of order.
 
 import (
 	"context"
@@ -16,6 +17,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -219,6 +221,16 @@ func (f *fixture) addLeftovers() {
 	}
 }
 
+// addLeftoversAt adds the pre-release leftovers to a schema at release
+// r, where an early install may have left them: at release 1 only (every
+// later release drops them).
+func (f *fixture) addLeftoversAt(r int) {
+	f.t.Helper()
+	if r == 1 {
+		f.addLeftovers()
+	}
+}
+
 // createTable makes the application's table whose default is
 // snowflake_next_id(), and fills it: 100 rows in one statement, then 5
 // after pauses longer than a catch-up's interval, so that both the fast
@@ -325,12 +337,23 @@ func (f *fixture) checkKept(when string, before generator) {
 	}
 }
 
+// checkParked fails t unless release 1's guard is parked at the last
+// representable millisecond, as the step from release 1 leaves it (so
+// that release 1's code, which an older script put back, never catches
+// up again).
+func (f *fixture) checkParked(when string) {
+	f.t.Helper()
+	if got, max := f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard"), snowflake.Twitter.Max(snowflake.FieldTimestamp); got != max {
+		f.t.Errorf("%s: release 1's guard snowflake_state_guard is at %d; want it parked at %d (the step from release 1 did not run)", when, got, max)
+	}
+}
+
 // checkNoLeftovers fails t if a function sfgen no longer defines is left.
 func (f *fixture) checkNoLeftovers(when string) {
 	f.t.Helper()
 	for _, fn := range preReleaseFunctions {
 		if f.queryInt("SELECT count(*) FROM pg_proc WHERE oid = to_regprocedure($1)", f.schema+"."+fn) != 0 {
-			f.t.Errorf("%s: %s.%s is still there; release 2 drops it", when, f.schema, fn)
+			f.t.Errorf("%s: %s.%s is still there; releases from 2 on drop it", when, f.schema, fn)
 		}
 	}
 }
@@ -341,119 +364,160 @@ type route struct {
 	install func(f *fixture)
 }
 
-// release1Routes are the ways a schema got to release 1.
-var release1Routes = []route{
-	// The frozen plain script, as `sfgen sql` printed it at release 1.
-	{"script", func(f *fixture) { f.runScript("ScriptAt(1)", scriptAt1) }},
-	// An application that applies migrations.FS with its own goose.
-	{"app_goose", func(f *fixture) {
-		f.createSchema()
-		f.applied("UpTo(1) in goose_db_version")(f.appProvider().UpTo(context.Background(), 1))
-	}},
-	// What `sfgen install` left at release 1: goose in sfgen_db_version.
-	{"sfgen_install", func(f *fixture) {
-		f.createSchema()
-		f.applied("UpTo(1) in sfgen_db_version")(f.sfgenProvider().UpTo(context.Background(), 1))
-	}},
+// scriptAt renders release r's frozen plain script.
+func scriptAt(r int) func(sqlgen.Options) ([]byte, error) {
+	return func(o sqlgen.Options) ([]byte, error) { return sqlgen.ScriptAt(o, r) }
 }
 
-// An upgrade takes a schema to release 2; from names the release 1 route
-// it came by, which says what goose should apply.
+// migrationNames are the files of the release line from release from to
+// release to.
+func migrationNames(from, to int) []string {
+	var names []string
+	for r := from; r <= to; r++ {
+		names = append(names, sqlgen.MigrationName(r))
+	}
+	return names
+}
+
+// routesTo are the ways a schema got to release r, an earlier one than
+// the latest.
+func routesTo(r int) []route {
+	return []route{
+		// The frozen plain script, as `sfgen sql` printed it at release r.
+		{"script", func(f *fixture) { f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r)) }},
+		// An application that applies migrations.FS with its own goose.
+		{"app_goose", func(f *fixture) {
+			f.createSchema()
+			f.applied(fmt.Sprintf("UpTo(%d) in goose_db_version", r))(f.appProvider().UpTo(context.Background(), int64(r)))
+		}},
+		// What `sfgen install` left at release r: goose in sfgen_db_version.
+		{"sfgen_install", func(f *fixture) {
+			f.createSchema()
+			f.applied(fmt.Sprintf("UpTo(%d) in sfgen_db_version", r))(f.sfgenProvider().UpTo(context.Background(), int64(r)))
+		}},
+	}
+}
+
+// release1Routes are the ways a schema got to release 1.
+var release1Routes = routesTo(1)
+
+// earlierReleases are the releases before the latest, each a starting
+// point of the upgrade tests.
+func earlierReleases() []int {
+	var rs []int
+	for r := 1; r < sqlgen.Latest; r++ {
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+// An upgrade takes a schema to the latest release; from names the route
+// it came by to release, which say what goose should apply.
 type upgrade struct {
 	name string
-	run  func(f *fixture, from string)
+	run  func(f *fixture, from string, release int)
 }
 
-// release2Routes are the ways up to release 2.
-var release2Routes = []upgrade{
-	{"script", func(f *fixture, from string) { f.runScript("Script", sqlgen.Script) }},
-	{"app_goose_up", func(f *fixture, from string) {
+// latestRoutes are the ways up to the latest release.
+var latestRoutes = []upgrade{
+	{"script", func(f *fixture, from string, release int) { f.runScript("Script", sqlgen.Script) }},
+	{"app_goose_up", func(f *fixture, from string, release int) {
 		got := f.applied("Up in goose_db_version")(f.appProvider().Up(context.Background()))
-		want := []string{sqlgen.MigrationName(1), sqlgen.MigrationName(2)}
+		// The application's goose table knows only what it applied: over
+		// an install by another route it applies the whole release line.
+		want := migrationNames(1, sqlgen.Latest)
 		if from == "app_goose" {
-			want = want[1:]
+			want = migrationNames(release+1, sqlgen.Latest)
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			f.t.Errorf("app goose Up applied %v; want %v", got, want)
 		}
 	}},
-	{"apply", func(f *fixture, from string) {
+	{"apply", func(f *fixture, from string, release int) {
 		res, err := Apply(context.Background(), f.db, f.o)
 		if err != nil {
 			f.t.Fatalf("Apply on schema %s: %v", f.schema, err)
 		}
 		// Apply records the release an install by another route is at
-		// (the version table it finds or makes), so release 1's file never
-		// runs over an install: from release 1 it applies the upgrade only.
-		want := []string{sqlgen.MigrationName(2)}
-		if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != 2 {
-			f.t.Errorf("Apply = %+v; want %v applied and version 2", res, want)
+		// (the version table it finds or makes), so an earlier release's
+		// file never runs over an install: it applies the upgrades only.
+		want := migrationNames(release+1, sqlgen.Latest)
+		if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest {
+			f.t.Errorf("Apply = %+v; want %v applied and version %d", res, want, sqlgen.Latest)
 		}
 	}},
 }
 
-// TestUpgradeKeepsGenerator takes a schema to release 1 by every route,
-// with a node of its own, pre-release leftovers and a table whose column
-// default is snowflake_next_id(), and upgrades it by every route, the
-// matching one and the crossed ones.
+// TestUpgradeKeepsGenerator takes a schema to each release before the
+// latest by every route, with a node of its own, pre-release leftovers
+// and a table whose column default is snowflake_next_id(), and upgrades
+// it to the latest by every route, the matching one and the crossed ones.
 func TestUpgradeKeepsGenerator(t *testing.T) {
 	t.Parallel()
 	db, dsn := upgradeDB(t)
-	for _, r1 := range release1Routes {
-		for _, r2 := range release2Routes {
-			t.Run(r1.name+"_then_"+r2.name, func(t *testing.T) {
-				t.Parallel()
-				f := newFixture(t, db, dsn)
-				r1.install(f)
-				if r := f.release(); r != 1 {
-					t.Fatalf("after %s, the schema is at release %d; want 1", r1.name, r)
-				}
-				f.setNode(testDatacenter, testMachine)
-				f.addLeftovers()
-				f.createTable()
-				before := f.generator()
-				if before.node != testNode || before.rows != 105 {
-					t.Fatalf("at release 1: node %s and %d rows; want %s and 105", before.node, before.rows, testNode)
-				}
-				r2.run(f, r1.name)
-				if r := f.release(); r != 2 {
-					t.Fatalf("after %s, snowflake_release() = %d; want 2", r2.name, r)
-				}
-				when := "release 1 by " + r1.name + ", then " + r2.name
-				f.checkKept(when, before)
-				f.checkNoLeftovers(when)
-			})
+	for _, from := range earlierReleases() {
+		for _, r1 := range routesTo(from) {
+			for _, up := range latestRoutes {
+				t.Run(fmt.Sprintf("release_%d_by_%s_then_%s", from, r1.name, up.name), func(t *testing.T) {
+					t.Parallel()
+					f := newFixture(t, db, dsn)
+					r1.install(f)
+					if r := f.release(); r != int64(from) {
+						t.Fatalf("after %s, the schema is at release %d; want %d", r1.name, r, from)
+					}
+					f.setNode(testDatacenter, testMachine)
+					f.addLeftoversAt(from)
+					f.createTable()
+					before := f.generator()
+					if before.node != testNode || before.rows != 105 {
+						t.Fatalf("at release %d: node %s and %d rows; want %s and 105", from, before.node, before.rows, testNode)
+					}
+					up.run(f, r1.name, from)
+					if r := f.release(); r != sqlgen.Latest {
+						t.Fatalf("after %s, snowflake_release() = %d; want %d", up.name, r, sqlgen.Latest)
+					}
+					when := fmt.Sprintf("release %d by %s, then %s", from, r1.name, up.name)
+					f.checkKept(when, before)
+					f.checkNoLeftovers(when)
+				})
+			}
 		}
+		// The committed migrations.FS itself, as an application applies it
+		// to the public schema with its own goose: in a database of its own.
+		t.Run(fmt.Sprintf("migrations_fs_in_public_from_release_%d", from), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			db, dsn := upgradeDB(t)
+			f := &fixture{t: t, db: db, dsn: dsn, schema: "public"}
+			p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.applied(fmt.Sprintf("UpTo(%d) over migrations.FS", from))(p.UpTo(ctx, int64(from)))
+			if r := f.release(); r != int64(from) {
+				t.Fatalf("after goose UpTo(%d) over migrations.FS, release %d", from, r)
+			}
+			f.setNode(testDatacenter, testMachine)
+			f.addLeftoversAt(from)
+			f.createTable()
+			before := f.generator()
+			if got, want := f.applied("Up over migrations.FS")(p.Up(ctx)), migrationNames(from+1, sqlgen.Latest); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("goose Up over migrations.FS applied %v; want %v", got, want)
+			}
+			if r := f.release(); r != sqlgen.Latest {
+				t.Fatalf("after goose Up over migrations.FS, release %d; want %d", r, sqlgen.Latest)
+			}
+			when := fmt.Sprintf("release %d then %d by goose over migrations.FS", from, sqlgen.Latest)
+			f.checkKept(when, before)
+			f.checkNoLeftovers(when)
+		})
 	}
-	// The committed migrations.FS itself, as an application applies it to
-	// the public schema with its own goose: in a database of its own.
-	t.Run("migrations_fs_in_public", func(t *testing.T) {
-		t.Parallel()
-		ctx := context.Background()
-		db, dsn := upgradeDB(t)
-		f := &fixture{t: t, db: db, dsn: dsn, schema: "public"}
-		p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithDisableGlobalRegistry(true))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f.applied("UpTo(1) over migrations.FS")(p.UpTo(ctx, 1))
-		f.setNode(testDatacenter, testMachine)
-		f.addLeftovers()
-		f.createTable()
-		before := f.generator()
-		if got := f.applied("Up over migrations.FS")(p.Up(ctx)); fmt.Sprint(got) != "["+sqlgen.MigrationName(2)+"]" {
-			t.Errorf("goose Up over migrations.FS applied %v; want [%s]", got, sqlgen.MigrationName(2))
-		}
-		if r := f.release(); r != 2 {
-			t.Fatalf("after goose Up over migrations.FS, release %d; want 2", r)
-		}
-		f.checkKept("release 1 then 2 by goose over migrations.FS", before)
-		f.checkNoLeftovers("release 1 then 2 by goose over migrations.FS")
-	})
 }
 
 // A snapshot is the catalog entries of a schema's functions and
-// relations (but not the goose version tables nor the test's table t),
+// relations, with the columns and constraints of its tables and the
+// definitions of its indexes (but not the goose version tables nor the
+// test's table t),
 // keyed by object, with the schema's name replaced by <schema> so that
 // schemas compare.
 type snapshot map[string]string
@@ -473,6 +537,13 @@ func (f *fixture) snapshot() snapshot {
 			|| coalesce((SELECT format(E'\nsequence %s start %s increment %s min %s max %s cache %s cycle %s',
 				s.seqtypid::regtype, s.seqstart, s.seqincrement, s.seqmin, s.seqmax, s.seqcache, s.seqcycle)
 				FROM pg_sequence s WHERE s.seqrelid = c.oid), '')
+			|| coalesce((SELECT E'\ncolumns ' || string_agg(format('%s %s%s%s', a.attname, format_type(a.atttypid, a.atttypmod),
+					CASE WHEN a.attnotnull THEN ' not null' ELSE '' END, coalesce(' default ' || pg_get_expr(d.adbin, d.adrelid), '')), ', ' ORDER BY a.attnum)
+				FROM pg_attribute a LEFT JOIN pg_attrdef d ON d.adrelid = a.attrelid AND d.adnum = a.attnum
+				WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p')), '')
+			|| coalesce((SELECT E'\nconstraints ' || string_agg(con.conname || ' ' || pg_get_constraintdef(con.oid), ', ' ORDER BY con.conname)
+				FROM pg_constraint con WHERE con.conrelid = c.oid), '')
+			|| CASE WHEN c.relkind = 'i' THEN E'\n' || pg_get_indexdef(c.oid) ELSE '' END
 		FROM pg_class c WHERE c.relnamespace = to_regnamespace($1)`, f.schema)
 	if err != nil {
 		f.t.Fatalf("snapshot of %s: %v", f.schema, err)
@@ -550,6 +621,17 @@ func (a snapshot) differing(b snapshot) []string {
 	return names
 }
 
+// without is a copy of a without the named objects.
+func (a snapshot) without(names ...string) snapshot {
+	b := snapshot{}
+	for k, v := range a {
+		if !slices.Contains(names, k) {
+			b[k] = v
+		}
+	}
+	return b
+}
+
 func (a snapshot) names() []string {
 	var names []string
 	for k := range a {
@@ -559,35 +641,70 @@ func (a snapshot) names() []string {
 	return names
 }
 
-// freshRelease2 are the ways to install release 2 into a new schema: the
-// plain script, Apply, and an application's goose over a directory that
-// holds only sqlgen.Migration (what `sfgen migration` writes there).
-var freshRelease2 = []route{
+// freshLatest are the ways to install the latest release into a new
+// schema: the plain script, Apply, and an application's goose over a
+// directory that holds only sqlgen.Migration (what `sfgen migration`
+// writes there); each with the options' node and without one (UnsetNode).
+var freshLatest = []route{
 	{"script", func(f *fixture) { f.runScript("Script", sqlgen.Script) }},
 	{"apply", func(f *fixture) {
 		if _, err := Apply(context.Background(), f.db, f.o); err != nil {
 			f.t.Fatalf("Apply: %v", err)
 		}
 	}},
-	{"app_dir_migration", func(f *fixture) {
-		f.createSchema()
-		m, err := sqlgen.Migration(f.o)
-		if err != nil {
-			f.t.Fatal(err)
+	{"app_dir_migration", func(f *fixture) { f.appDirMigration() }},
+	{"script_unset_node", func(f *fixture) {
+		f.o.UnsetNode = true
+		f.runScript("Script", sqlgen.Script)
+		f.checkUnset("the script with UnsetNode")
+	}},
+	{"apply_unset_node", func(f *fixture) {
+		f.o.UnsetNode = true
+		if _, err := Apply(context.Background(), f.db, f.o); err != nil {
+			f.t.Fatalf("Apply: %v", err)
 		}
-		p, err := goose.NewProvider(goose.DialectPostgres, f.db,
-			fstest.MapFS{"20261130193005_sfgen_snowflake.sql": &fstest.MapFile{Data: m}},
-			goose.WithTableName(f.schema+".goose_db_version"), goose.WithDisableGlobalRegistry(true))
-		if err != nil {
-			f.t.Fatal(err)
-		}
-		f.applied("Up of the single migration")(p.Up(context.Background()))
+		f.checkUnset("Apply with UnsetNode")
+	}},
+	{"app_dir_migration_unset_node", func(f *fixture) {
+		f.o.UnsetNode = true
+		f.appDirMigration()
+		f.checkUnset("the migration with UnsetNode")
 	}},
 }
 
-// TestSameEndStateOnEveryRoute compares the catalog of release 2 reached
-// from release 1 by every route with release 2 installed afresh by every
-// route, all with the same node.
+// checkUnset fails t unless the schema has no node: snowflake_next_id()
+// refuses with SQLSTATE SF201.
+func (f *fixture) checkUnset(when string) {
+	f.t.Helper()
+	var id int64
+	err := f.db.QueryRow("SELECT " + f.schema + ".snowflake_next_id()").Scan(&id)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "SF201" {
+		f.t.Errorf("after %s, snowflake_next_id() = %d, %v; want SQLSTATE SF201 (no node set)", when, id, err)
+	}
+}
+
+// appDirMigration installs the latest release with an application's goose
+// over a directory that holds only sqlgen.Migration.
+func (f *fixture) appDirMigration() {
+	f.t.Helper()
+	f.createSchema()
+	m, err := sqlgen.Migration(f.o)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, f.db,
+		fstest.MapFS{"20261130193005_sfgen_snowflake.sql": &fstest.MapFile{Data: m}},
+		goose.WithTableName(f.schema+".goose_db_version"), goose.WithDisableGlobalRegistry(true))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.applied("Up of the single migration")(p.Up(context.Background()))
+}
+
+// TestSameEndStateOnEveryRoute compares the catalog of the latest release
+// reached from each earlier release by every route with the latest
+// installed afresh by every route, all with the same node.
 func TestSameEndStateOnEveryRoute(t *testing.T) {
 	t.Parallel()
 	db, dsn := upgradeDB(t)
@@ -607,21 +724,23 @@ func TestSameEndStateOnEveryRoute(t *testing.T) {
 				mu.Unlock()
 			})
 		}
-		for _, r := range freshRelease2 {
+		for _, r := range freshLatest {
 			add("fresh_"+r.name, func(f *fixture) {
 				r.install(f)
 				f.setNode(testDatacenter, testMachine)
 			})
 		}
-		for _, r1 := range release1Routes {
-			for _, r2 := range release2Routes {
-				add(r1.name+"_then_"+r2.name, func(f *fixture) {
-					r1.install(f)
-					f.setNode(testDatacenter, testMachine)
-					f.addLeftovers()
-					f.createTable()
-					r2.run(f, r1.name)
-				})
+		for _, from := range earlierReleases() {
+			for _, r1 := range routesTo(from) {
+				for _, up := range latestRoutes {
+					add(fmt.Sprintf("release_%d_by_%s_then_%s", from, r1.name, up.name), func(f *fixture) {
+						r1.install(f)
+						f.setNode(testDatacenter, testMachine)
+						f.addLeftoversAt(from)
+						f.createTable()
+						up.run(f, r1.name, from)
+					})
+				}
 			}
 		}
 	})
@@ -630,31 +749,32 @@ func TestSameEndStateOnEveryRoute(t *testing.T) {
 	}
 	want := got[names[0]]
 	if n := len(want); n < 15 {
-		t.Fatalf("release 2 by %s has %d objects; the snapshot missed some: %v", names[0], n, want.names())
+		t.Fatalf("release %d by %s has %d objects; the snapshot missed some: %v", sqlgen.Latest, names[0], n, want.names())
 	}
 	for _, name := range names[1:] {
 		if d := want.diff(got[name]); d != "" {
-			t.Errorf("release 2 by %s differs from release 2 by %s:%s", names[0], name, d)
+			t.Errorf("release %d by %s differs from release %d by %s:%s", sqlgen.Latest, names[0], sqlgen.Latest, name, d)
 		}
 	}
 }
 
-// TestDownRestoresRelease1 runs the release line's Down from release 2
-// to release 1, Up again, and Down to nothing with goose, and compares
-// each step with a fresh install of that release.
-func TestDownRestoresRelease1(t *testing.T) {
+// TestDownRestoresEachRelease runs the release line's Down from the
+// latest release one release at a time to release 1, Up again, and Down
+// to nothing with goose, and compares each step with a fresh install of
+// that release (by its own plain script), node and state kept.
+func TestDownRestoresEachRelease(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
-	fresh1 := newFixture(t, db, dsn)
-	fresh1.runScript("ScriptAt(1)", scriptAt1)
-	fresh1.setNode(testDatacenter, testMachine)
-	fresh2 := newFixture(t, db, dsn)
-	fresh2.runScript("Script", sqlgen.Script)
-	fresh2.setNode(testDatacenter, testMachine)
-	release1, release2 := fresh1.snapshot(), fresh2.snapshot()
-	if release1.diff(release2) == "" {
-		t.Fatal("the snapshots of release 1 and release 2 are equal: the snapshot sees nothing")
+	fresh := map[int]snapshot{}
+	for r := 1; r <= sqlgen.Latest; r++ {
+		f := newFixture(t, db, dsn)
+		f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
+		f.setNode(testDatacenter, testMachine)
+		fresh[r] = f.snapshot()
+		if r > 1 && fresh[r-1].diff(fresh[r]) == "" {
+			t.Fatalf("the snapshots of release %d and release %d are equal: the snapshot sees nothing", r-1, r)
+		}
 	}
 
 	f := newFixture(t, db, dsn)
@@ -664,36 +784,49 @@ func TestDownRestoresRelease1(t *testing.T) {
 	f.setNode(testDatacenter, testMachine)
 	f.createTable()
 	f.applied("Up")(p.Up(ctx))
-	if r := f.release(); r != 2 {
-		t.Fatalf("after Up, release %d; want 2", r)
+	if r := f.release(); r != sqlgen.Latest {
+		t.Fatalf("after Up, release %d; want %d", r, sqlgen.Latest)
+	}
+	if d := fresh[sqlgen.Latest].diff(f.snapshot()); d != "" {
+		t.Errorf("after Up, the schema differs from a fresh release %d:%s", sqlgen.Latest, d)
 	}
 	f.insertIDs(10)
+
+	for r := sqlgen.Latest; r > 1; r-- {
+		before := f.generator()
+		res, err := p.Down(ctx)
+		if err != nil {
+			t.Fatalf("goose Down from release %d: %v", r, err)
+		}
+		if res.Source.Version != int64(r) {
+			t.Fatalf("goose Down ran version %d; want %d", res.Source.Version, r)
+		}
+		if got := f.release(); got != int64(r-1) {
+			t.Fatalf("after Down from release %d, the schema says release %d; want %d", r, got, r-1)
+		}
+		if d := fresh[r-1].diff(f.snapshot()); d != "" {
+			t.Errorf("after Down from release %d, the schema differs from a fresh release %d:%s", r, r-1, d)
+		}
+		if r == 3 && f.queryInt("SELECT count(*) FROM pg_class WHERE relnamespace = $1::regnamespace AND relname LIKE 'snowflake\\_lease%'", f.schema) != 0 {
+			t.Errorf("after Down from release 3, the lease table is still there")
+		}
+		f.checkKept(fmt.Sprintf("after Down to release %d", r-1), before)
+	}
+
 	before := f.generator()
-
-	res, err := p.Down(ctx)
-	if err != nil {
-		t.Fatalf("goose Down from release 2: %v", err)
-	}
-	if res.Source.Version != 2 {
-		t.Fatalf("goose Down ran version %d; want 2", res.Source.Version)
-	}
-	if r := f.release(); r != 1 {
-		t.Fatalf("after Down, the schema says release %d; want 1 (no snowflake_release())", r)
-	}
-	if d := release1.diff(f.snapshot()); d != "" {
-		t.Errorf("after Down, the schema differs from a fresh release 1:%s", d)
-	}
-	f.checkKept("after Down to release 1", before)
-
-	before = f.generator()
 	f.applied("Up again")(p.Up(ctx))
-	if d := release2.diff(f.snapshot()); d != "" {
-		t.Errorf("after Down and Up, the schema differs from a fresh release 2:%s", d)
+	if d := fresh[sqlgen.Latest].diff(f.snapshot()); d != "" {
+		t.Errorf("after Down and Up, the schema differs from a fresh release %d:%s", sqlgen.Latest, d)
 	}
 	f.checkKept("after Down and Up again", before)
 
 	// Release 1's Down drops snowflake_next_id(), which t.id's default
-	// depends on: it must fail whole, leaving release 1 as it was.
+	// depends on: it must fail whole, leaving release 1 as it was (the
+	// Downs before it each ran in a transaction of its own).
+	_, err := p.DownTo(ctx, 1)
+	if err != nil {
+		t.Fatalf("goose DownTo(1): %v", err)
+	}
 	before = f.generator()
 	_, err = p.DownTo(ctx, 0)
 	var pe *pgconn.PgError
@@ -706,7 +839,7 @@ func TestDownRestoresRelease1(t *testing.T) {
 	if r := f.release(); r != 1 {
 		t.Errorf("after the failed DownTo(0), release %d; want 1", r)
 	}
-	if d := release1.diff(f.snapshot()); d != "" {
+	if d := fresh[1].diff(f.snapshot()); d != "" {
 		t.Errorf("after the failed DownTo(0), the schema differs from a fresh release 1:%s", d)
 	}
 	f.checkKept("after the failed DownTo(0)", before)
@@ -719,6 +852,59 @@ func TestDownRestoresRelease1(t *testing.T) {
 	if v, err := p.GetDBVersion(ctx); err != nil || v != 0 {
 		t.Errorf("after DownTo(0), goose's version is %d (%v); want 0", v, err)
 	}
+}
+
+// TestDownKeepsAnUnsetNode installs the latest release with no node
+// (Apply with UnsetNode), takes a lease, and runs its Down: the release
+// before comes back as its own install made it, but for the node, which
+// stays unset (snowflake_next_id() refuses), and the leases, which go;
+// setting the node then gives exactly the release before. Up again keeps
+// that node.
+func TestDownKeepsAnUnsetNode(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, dsn := upgradeDB(t)
+	prev := newFixture(t, db, dsn)
+	prev.runScript(fmt.Sprintf("ScriptAt(%d)", sqlgen.Latest-1), scriptAt(sqlgen.Latest-1))
+	prev.setNode(testDatacenter, testMachine)
+	previous := prev.snapshot()
+
+	f := newFixture(t, db, dsn)
+	f.o.UnsetNode = true
+	if _, err := Apply(ctx, db, f.o); err != nil {
+		t.Fatal(err)
+	}
+	f.checkUnset("Apply with UnsetNode")
+	f.exec("SELECT * FROM " + f.schema + ".snowflake_lease_take('test', 60000)")
+	res, err := f.sfgenProvider().Down(ctx)
+	if err != nil {
+		t.Fatalf("goose Down from release %d: %v", sqlgen.Latest, err)
+	}
+	if res.Source.Version != sqlgen.Latest {
+		t.Fatalf("goose Down ran version %d; want %d", res.Source.Version, sqlgen.Latest)
+	}
+	if r := f.release(); r != sqlgen.Latest-1 {
+		t.Fatalf("after Down, release %d; want %d", r, sqlgen.Latest-1)
+	}
+	f.checkUnset("Down with no node set")
+	const nodeBits = "function <schema>.snowflake_node_bits()"
+	got := f.snapshot()
+	if d := previous.without(nodeBits).diff(got.without(nodeBits)); d != "" {
+		t.Errorf("after Down with no node set, the schema differs from a fresh release %d (snowflake_node_bits() aside):%s", sqlgen.Latest-1, d)
+	}
+	if got[nodeBits] == "" || got[nodeBits] == previous[nodeBits] {
+		t.Errorf("after Down with no node set, snowflake_node_bits() is %q; want the one that refuses", got[nodeBits])
+	}
+	f.setNode(testDatacenter, testMachine)
+	if d := previous.diff(f.snapshot()); d != "" {
+		t.Errorf("after Down and snowflake_set_node(), the schema differs from a fresh release %d:%s", sqlgen.Latest-1, d)
+	}
+	f.createTable()
+	before := f.generator()
+	if res, err := Apply(ctx, db, sqlgen.Options{Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(migrationNames(sqlgen.Latest, sqlgen.Latest)) {
+		t.Fatalf("Apply after the Down = %+v, %v; want %v applied", res, err, migrationNames(sqlgen.Latest, sqlgen.Latest))
+	}
+	f.checkKept("after Down, snowflake_set_node() and Apply with UnsetNode again", before)
 }
 
 // A load is 8 clients inserting with the default, one row a statement,
@@ -856,36 +1042,45 @@ func lockTableGone(err error) bool {
 }
 
 // TestUpgradeUnderLoad changes the release while 8 clients insert: up
-// from release 1 by the script, by goose and by Apply, and down by goose.
-// No insert may fail on the way up; on the way down some may (see
-// lockTableGone), but no ID may repeat or go backwards either way.
+// from each earlier release to the latest by the script, by goose and by
+// Apply, and down one release by goose from each release. No insert may
+// fail on the way up, nor on the way down from release 3 (whose Down drops
+// only the leases, which no insert uses); on the way down to release 1
+// some may (see lockTableGone), but no ID may repeat or go backwards
+// either way.
 func TestUpgradeUnderLoad(t *testing.T) {
 	db, dsn := upgradeDB(t)
 	ctx := context.Background()
-	for _, tc := range []struct {
+	type change struct {
 		name    string
 		from    int64
 		change  func(f *fixture)
 		to      int64
 		mayFail bool // failed inserts are reported, not failures of the test
-	}{
-		{"script_up", 1, func(f *fixture) { f.runScript("Script", sqlgen.Script) }, 2, false},
-		{"goose_up", 1, func(f *fixture) { f.applied("Up")(f.appProvider().Up(ctx)) }, 2, false},
-		{"apply_up", 1, func(f *fixture) {
-			if _, err := Apply(ctx, f.db, f.o); err != nil {
-				f.t.Fatalf("Apply under load: %v", err)
-			}
-		}, 2, false},
-		{"goose_down", 2, func(f *fixture) {
+	}
+	var changes []change
+	for _, from := range earlierReleases() {
+		changes = append(changes,
+			change{fmt.Sprintf("script_up_from_%d", from), int64(from), func(f *fixture) { f.runScript("Script", sqlgen.Script) }, sqlgen.Latest, false},
+			change{fmt.Sprintf("goose_up_from_%d", from), int64(from), func(f *fixture) { f.applied("Up")(f.appProvider().Up(ctx)) }, sqlgen.Latest, false},
+			change{fmt.Sprintf("apply_up_from_%d", from), int64(from), func(f *fixture) {
+				if _, err := Apply(ctx, f.db, f.o); err != nil {
+					f.t.Fatalf("Apply under load: %v", err)
+				}
+			}, sqlgen.Latest, false})
+	}
+	for from := sqlgen.Latest; from > 1; from-- {
+		changes = append(changes, change{fmt.Sprintf("goose_down_from_%d", from), int64(from), func(f *fixture) {
 			if _, err := f.appProvider().Down(ctx); err != nil {
 				f.t.Fatalf("goose Down under load: %v", err)
 			}
-		}, 1, true},
-	} {
+		}, int64(from - 1), from == 2})
+	}
+	for _, tc := range changes {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, db, dsn)
 			f.createSchema()
-			if tc.name == "apply_up" {
+			if strings.HasPrefix(tc.name, "apply_up") {
 				f.applied("UpTo")(f.sfgenProvider().UpTo(ctx, tc.from))
 			} else {
 				f.applied("UpTo")(f.appProvider().UpTo(ctx, tc.from))
@@ -928,90 +1123,142 @@ func TestUpgradeUnderLoad(t *testing.T) {
 	}
 }
 
-// release2Only are the objects release 2 has and release 1 has not.
-var release2Only = []string{
-	"function <schema>.snowflake_next_state()",
-	"function <schema>.snowflake_release()",
-	"relation snowflake_catch_up_guard",
-	"relation snowflake_state_lock",
-}
-
-// TestReleasesRunAgainOrOutOfOrder runs release 2's script on release 2,
-// release 1's script on release 2, Apply and the script on a schema that
-// says it is at release 3, and Apply on release 2 installed by the script.
+// TestReleasesRunAgainOrOutOfOrder runs the latest release's script on
+// the latest, release 1's script on each later release, each older
+// release's script on the latest, Apply and the scripts on a schema that
+// says it is at a release newer than the latest, and Apply on each release
+// installed by its script.
 func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
-	fresh1 := newFixture(t, db, dsn)
-	fresh1.runScript("ScriptAt(1)", scriptAt1)
-	fresh1.setNode(testDatacenter, testMachine)
-	fresh2 := newFixture(t, db, dsn)
-	fresh2.runScript("Script", sqlgen.Script)
-	fresh2.setNode(testDatacenter, testMachine)
-	release1, release2 := fresh1.snapshot(), fresh2.snapshot()
-
-	// release2Schema installs release 2 with the plain script into a new
-	// schema, with the test's node and table.
-	release2Schema := func(t *testing.T) *fixture {
+	fresh := map[int]snapshot{}
+	for r := 1; r <= sqlgen.Latest; r++ {
 		f := newFixture(t, db, dsn)
-		f.runScript("Script", sqlgen.Script)
+		f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
+		f.setNode(testDatacenter, testMachine)
+		fresh[r] = f.snapshot()
+	}
+	latest := fresh[sqlgen.Latest]
+
+	// scriptSchema installs release r with its plain script into a new
+	// schema, with the test's node and table.
+	scriptSchema := func(t *testing.T, r int) *fixture {
+		f := newFixture(t, db, dsn)
+		f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
 		f.setNode(testDatacenter, testMachine)
 		f.createTable()
 		return f
 	}
 
-	t.Run("script_twice_on_release_2", func(t *testing.T) {
+	t.Run("script_twice_on_latest", func(t *testing.T) {
 		t.Parallel()
-		f := release2Schema(t)
+		f := scriptSchema(t, sqlgen.Latest)
 		before, g := f.snapshot(), f.generator()
 		f.runScript("Script", sqlgen.Script)
 		if d := before.diff(f.snapshot()); d != "" {
-			t.Errorf("release 2's script run again changed the schema:%s", d)
+			t.Errorf("the latest script run again changed the schema:%s", d)
 		}
-		if d := release2.diff(f.snapshot()); d != "" {
-			t.Errorf("release 2's script run twice differs from one run:%s", d)
+		if d := latest.diff(f.snapshot()); d != "" {
+			t.Errorf("the latest script run twice differs from one run:%s", d)
 		}
-		f.checkKept("after release 2's script ran again", g)
+		f.checkKept("after the latest script ran again", g)
 	})
 
 	// A known limitation: release 1's script is frozen and checks
-	// nothing, so on release 2 it puts release 1's bodies back over
-	// release 2's and leaves what only release 2 has, snowflake_release()
-	// (still saying 2) among them. The generator goes on making unique
-	// IDs, with release 1's code over release 1's parked guard (so it no
-	// longer catches up: verify says why), and release 2's script puts
-	// release 2 back.
-	t.Run("release_1_script_on_release_2", func(t *testing.T) {
-		t.Parallel()
-		f := release2Schema(t)
-		g := f.generator()
-		if err := f.script("ScriptAt(1)", scriptAt1); err != nil {
-			t.Fatalf("release 1's script on release 2 failed: %v; it used to run, as it checks nothing", err)
+	// nothing, so on a later release it puts release 1's bodies back over
+	// that release's and leaves what only the later release has,
+	// snowflake_release() (still saying the later release) among them. The
+	// generator goes on making unique IDs, with release 1's code over
+	// release 1's parked guard (so it no longer catches up: verify says
+	// why); the comments say which functions are release 1's again
+	// (InstalledRelease's Stale), and the latest release's script, or
+	// Apply, puts the latest back.
+	for r := 2; r <= sqlgen.Latest; r++ {
+		onR := func(t *testing.T) (*fixture, snapshot) {
+			f := scriptSchema(t, r)
+			g := f.generator()
+			if err := f.script("ScriptAt(1)", scriptAt1); err != nil {
+				t.Fatalf("release 1's script on release %d failed: %v; it used to run, as it checks nothing", r, err)
+			}
+			hybrid := f.snapshot()
+			t.Logf("release 1's script on release %d leaves it saying release %d, with release 1's definitions of %v", r, f.release(), fresh[r].differing(hybrid))
+			if got := f.release(); got != int64(r) {
+				t.Errorf("after release 1's script on release %d, snowflake_release() = %d; want %d, left behind", r, got, r)
+			}
+			want := snapshot{}
+			for k, v := range fresh[1] {
+				want[k] = v
+			}
+			for k, v := range fresh[r] {
+				if _, ok := fresh[1][k]; !ok {
+					want[k] = v // what only release r has
+				}
+			}
+			if d := want.diff(hybrid); d != "" {
+				t.Errorf("release 1's script on release %d should leave release 1 plus what only release %d has; it differs:%s", r, r, d)
+			}
+			f.checkKept(fmt.Sprintf("after release 1's script on release %d", r), g)
+			// As after a crash, which resets the unlogged guards: release
+			// 1's code, back in place, catches up again and so unparks its
+			// guard. The step from release 1 must park it again.
+			f.exec("SELECT setval($1::regclass, 1)", f.schema+".snowflake_state_guard")
+			f.insertIDs(2)
+			if f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard") == snowflake.Twitter.Max(snowflake.FieldTimestamp) {
+				t.Fatalf("release 1's code on release 1's script over release %d did not catch up: the test cannot tell whether its guard is parked again", r)
+			}
+			return f, hybrid
 		}
-		hybrid := f.snapshot()
-		t.Logf("release 1's script on release 2 leaves it saying release %d, with release 1's definitions of %v", f.release(), release2.differing(hybrid))
-		if r := f.release(); r != 2 {
-			t.Errorf("after release 1's script on release 2, snowflake_release() = %d; want 2, left behind", r)
-		}
-		want := snapshot{}
-		for k, v := range release1 {
-			want[k] = v
-		}
-		for _, k := range release2Only {
-			want[k] = release2[k]
-		}
-		if d := want.diff(hybrid); d != "" {
-			t.Errorf("release 1's script on release 2 should leave release 1 plus what only release 2 has; it differs:%s", d)
-		}
-		f.checkKept("after release 1's script on release 2", g)
-		g = f.generator()
-		f.runScript("Script", sqlgen.Script)
-		if d := release2.diff(f.snapshot()); d != "" {
-			t.Errorf("release 2's script after release 1's on release 2 does not give release 2:%s", d)
-		}
-		f.checkKept("after release 1's script on release 2 and release 2's again", g)
-	})
+		t.Run(fmt.Sprintf("release_1_script_on_release_%d_then_script", r), func(t *testing.T) {
+			t.Parallel()
+			f, _ := onR(t)
+			g := f.generator()
+			f.runScript("Script", sqlgen.Script)
+			if d := latest.diff(f.snapshot()); d != "" {
+				t.Errorf("the latest script after release 1's on release %d does not give the latest:%s", r, d)
+			}
+			f.checkKept(fmt.Sprintf("after release 1's script on release %d and the latest's", r), g)
+			f.checkParked(fmt.Sprintf("after release 1's script on release %d and the latest's", r))
+		})
+		// The schema has no version table: Apply counts the mix as release
+		// 1, as the preflight does, and must take it to the latest.
+		t.Run(fmt.Sprintf("release_1_script_on_release_%d_then_apply", r), func(t *testing.T) {
+			t.Parallel()
+			f, _ := onR(t)
+			g := f.generator()
+			res, err := Apply(ctx, db, f.o)
+			if err != nil {
+				t.Fatalf("Apply after release 1's script on release %d (by its script): %v", r, err)
+			}
+			if res.Version != sqlgen.Latest {
+				t.Errorf("Apply = %+v; want version %d", res, sqlgen.Latest)
+			}
+			if d := latest.diff(f.snapshot()); d != "" {
+				t.Errorf("Apply after release 1's script on release %d does not give the latest:%s", r, d)
+			}
+			f.checkKept(fmt.Sprintf("after release 1's script on release %d and Apply", r), g)
+			f.checkParked(fmt.Sprintf("after release 1's script on release %d and Apply", r))
+		})
+	}
+
+	// An older release's script (from release 2 on: release 1's checks
+	// nothing) refuses a schema at a later release, changing nothing.
+	for r := 2; r < sqlgen.Latest; r++ {
+		t.Run(fmt.Sprintf("release_%d_script_on_latest", r), func(t *testing.T) {
+			t.Parallel()
+			f := scriptSchema(t, sqlgen.Latest)
+			before, g := f.snapshot(), f.generator()
+			err := f.script(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "SF103" || !strings.Contains(pe.Message, fmt.Sprintf("is at sfgen release %d, newer than this SQL (release %d)", sqlgen.Latest, r)) {
+				t.Errorf("release %d's script on a schema at release %d = %v; want SQLSTATE SF103 naming both", r, sqlgen.Latest, err)
+			}
+			if d := before.diff(f.snapshot()); d != "" {
+				t.Errorf("the refused script changed the schema:%s", d)
+			}
+			f.checkKept(fmt.Sprintf("after release %d's refused script", r), g)
+		})
+	}
 
 	t.Run("newer_release", func(t *testing.T) {
 		t.Parallel()
@@ -1021,7 +1268,8 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		}
 		f.setNode(testDatacenter, testMachine)
 		f.createTable()
-		f.exec("CREATE OR REPLACE FUNCTION " + f.schema + ".snowflake_release() RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN 3")
+		newer := sqlgen.Latest + 1
+		f.exec(fmt.Sprintf("CREATE OR REPLACE FUNCTION %s.snowflake_release() RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE RETURN %d", f.schema, newer))
 		versions := func() string {
 			var s sql.NullString
 			f.db.QueryRow("SELECT string_agg(version_id::text || ':' || is_applied::text, ',' ORDER BY id) FROM " + f.schema + "." + VersionTable).Scan(&s)
@@ -1030,7 +1278,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		before, g, v := f.snapshot(), f.generator(), versions()
 		_, err := Apply(ctx, db, f.o)
 		if !errors.Is(err, ErrNewerRelease) {
-			t.Errorf("Apply on a schema at release 3 = %v; want ErrNewerRelease", err)
+			t.Errorf("Apply on a schema at release %d = %v; want ErrNewerRelease", newer, err)
 		}
 		if d := before.diff(f.snapshot()); d != "" {
 			t.Errorf("the refused Apply changed the schema:%s", d)
@@ -1038,35 +1286,39 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		if got := versions(); got != v {
 			t.Errorf("the refused Apply changed %s: %s, was %s", VersionTable, got, v)
 		}
-		err = f.script("Script", sqlgen.Script)
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "SF103" {
-			t.Errorf("release 2's script on a schema at release 3 = %v; want SQLSTATE SF103", err)
+		for r := 2; r <= sqlgen.Latest; r++ {
+			err = f.script(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "SF103" || !strings.Contains(pe.Message, fmt.Sprintf("is at sfgen release %d, newer than this SQL (release %d)", newer, r)) {
+				t.Errorf("release %d's script on a schema at release %d = %v; want SQLSTATE SF103", r, newer, err)
+			}
+			if d := before.diff(f.snapshot()); d != "" {
+				t.Errorf("release %d's refused script changed the schema:%s", r, d)
+			}
 		}
-		if d := before.diff(f.snapshot()); d != "" {
-			t.Errorf("the refused script changed the schema:%s", d)
-		}
-		f.checkKept("after the refused Apply and script", g)
+		f.checkKept("after the refused Apply and scripts", g)
 	})
 
-	// A schema the plain script took to release 2 has no version table:
-	// Apply applies the whole release line to it, release 1's file first.
-	t.Run("apply_on_release_2_by_script", func(t *testing.T) {
-		t.Parallel()
-		f := release2Schema(t)
-		g := f.generator()
-		res, err := Apply(ctx, db, f.o)
-		if err != nil {
-			t.Fatalf("Apply on release 2 installed by the script: %v", err)
-		}
-		if len(res.Applied) > 0 && res.Applied[0] == sqlgen.MigrationName(1) {
-			t.Logf("KNOWN ISSUE: Apply on release 2 installed by the script applied %v: release 1's file put release 1's bodies over release 2 and committed, and release 2's then skipped the step from release 1 (snowflake_release() said 2)", res.Applied)
-		}
-		if d := release2.diff(f.snapshot()); d != "" {
-			t.Errorf("Apply on release 2 installed by the script does not give release 2:%s", d)
-		}
-		f.checkKept("after Apply on release 2 installed by the script", g)
-	})
+	// A schema a plain script took to release r has no version table:
+	// Apply records the releases it has and applies the rest of the line.
+	for r := 2; r <= sqlgen.Latest; r++ {
+		t.Run(fmt.Sprintf("apply_on_release_%d_by_script", r), func(t *testing.T) {
+			t.Parallel()
+			f := scriptSchema(t, r)
+			g := f.generator()
+			res, err := Apply(ctx, db, f.o)
+			if err != nil {
+				t.Fatalf("Apply on release %d installed by the script: %v", r, err)
+			}
+			if want := migrationNames(r+1, sqlgen.Latest); fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest {
+				t.Errorf("Apply on release %d installed by the script = %+v; want %v applied, version %d", r, res, want, sqlgen.Latest)
+			}
+			if d := latest.diff(f.snapshot()); d != "" {
+				t.Errorf("Apply on release %d installed by the script does not give the latest:%s", r, d)
+			}
+			f.checkKept(fmt.Sprintf("after Apply on release %d installed by the script", r), g)
+		})
+	}
 }
 
 // TestStatementAcrossUpgrade runs one statement that began before a
@@ -1082,19 +1334,36 @@ func TestStatementAcrossUpgrade(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
 	const rows, holdAt = 30, 10
-	for _, tc := range []struct {
+	type change struct {
 		name   string
 		from   int64
 		column string // what the statement makes with the old release's functions
 		change func(f *fixture)
 		known  func(err error) string // a failure already reported, or ""
-	}{
-		{"up_next_id", 1, "id", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure},
-		{"up_timestamp", 1, "ts", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure},
+	}
+	var changes []change
+	for _, from := range earlierReleases() {
+		changes = append(changes,
+			change{fmt.Sprintf("up_next_id_from_%d", from), int64(from), "id", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure},
+			change{fmt.Sprintf("up_timestamp_from_%d", from), int64(from), "ts", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure})
+	}
+	// From release 3 on, a Down replaces the functions in place and drops
+	// only what no statement of the generator uses: it goes through.
+	for from := sqlgen.Latest; from > 2; from-- {
+		changes = append(changes, change{fmt.Sprintf("down_next_id_from_%d", from), int64(from), "id", func(f *fixture) {
+			if _, err := f.appProvider().Down(ctx); err != nil {
+				f.t.Fatalf("goose Down from release %d while a statement runs: %v", from, err)
+			}
+			if r := f.release(); r != int64(from-1) {
+				f.t.Errorf("after the Down, release %d; want %d", r, from-1)
+			}
+		}, noKnownFailure})
+	}
+	for _, tc := range append(changes, []change{
 		// A Down waits at most sqlgen.LockWait for transactions that read
 		// release 2's guard, then refuses, changing nothing: the statement
 		// then finishes at release 2.
-		{"down_next_id", 2, "id", func(f *fixture) {
+		{"down_next_id_from_2", 2, "id", func(f *fixture) {
 			_, err := f.appProvider().Down(ctx)
 			var pe *pgconn.PgError
 			if !errors.As(err, &pe) || pe.Code != "55P03" || !strings.Contains(pe.Message, "snowflake_catch_up_guard cannot be dropped; nothing was changed") {
@@ -1104,7 +1373,7 @@ func TestStatementAcrossUpgrade(t *testing.T) {
 				f.t.Errorf("after the refused Down, release %d", r)
 			}
 		}, noKnownFailure},
-	} {
+	}...) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			f := newFixture(t, db, dsn)

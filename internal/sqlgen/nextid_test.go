@@ -200,8 +200,8 @@ func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
 // TestNextIDMigrationDownRemovesWhatUpCreated: goose Up then Down leaves
 // the schema with exactly the objects it had before (but the version
 // table), and Up again works; both for sfgen's release line (what sfgen
-// install applies, release 1 and the upgrade to release 2, each with its
-// own Down) and for the one migration file sfgen migration writes into an
+// install applies, release 1 and each upgrade to sqlgen.Latest, each with
+// its own Down) and for the one migration file sfgen migration writes into an
 // application's directory (whose Down is another text).
 func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
 	o := sqlgen.Options{Schema: "ids", Datacenter: 2, Machine: 5}
@@ -295,7 +295,8 @@ func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
 				t.Fatalf("ID from the migration has node %d/%d, want 2/5", d.Datacenter, d.Machine)
 			}
 			up := objects()
-			for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard", "S snowflake_catch_up_guard", "r snowflake_state_lock"} {
+			for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard", "S snowflake_catch_up_guard", "r snowflake_state_lock",
+				"r snowflake_lease", "i snowflake_lease_pkey", "function ids.snowflake_lease_take(text,bigint)"} {
 				if !slices.Contains(up, want) {
 					t.Errorf("after Up, %q is missing from %q", want, up)
 				}

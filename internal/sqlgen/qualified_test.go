@@ -1,6 +1,7 @@
 package sqlgen_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -26,21 +27,32 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 		if schema == "" {
 			schema = sqlgen.DefaultSchema
 		}
-		for _, r := range []struct {
+		renders := []struct {
 			kind   string
 			render func(sqlgen.Options) ([]byte, error)
 		}{
 			{"Script", sqlgen.Script},
 			{"Migration", sqlgen.Migration},
 			{"Preflight", sqlgen.Preflight},
-			// The upgrade's Up only: its Down puts back release 1 as it
-			// shipped, unqualified names and all.
-			{"Upgrade", func(o sqlgen.Options) ([]byte, error) {
-				b, err := sqlgen.Upgrade(o, sqlgen.Latest)
-				up, _, _ := strings.Cut(string(b), "-- +goose Down\n")
-				return []byte(up), err
-			}},
-		} {
+		}
+		for to := 2; to <= sqlgen.Latest; to++ {
+			renders = append(renders, struct {
+				kind   string
+				render func(sqlgen.Options) ([]byte, error)
+			}{fmt.Sprintf("Upgrade(%d)", to), func(o sqlgen.Options) ([]byte, error) {
+				b, err := sqlgen.Upgrade(o, to)
+				if to == 2 {
+					// The Up only: the Down puts back release 1 as it
+					// shipped, unqualified names and all.
+					up, _, _ := strings.Cut(string(b), "-- +goose Down\n")
+					return []byte(up), err
+				}
+				// Up and Down: the Down puts back a release that was
+				// qualified too.
+				return b, err
+			}})
+		}
+		for _, r := range renders {
 			t.Run(tc.name+"/"+r.kind, func(t *testing.T) {
 				sql, err := r.render(tc.opts)
 				if err != nil {
