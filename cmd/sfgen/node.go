@@ -35,6 +35,11 @@ functions (the one that installed them); the node is stored in the
 database, so no session setting can change it. Setting takes one --dsn
 and one --schema.
 
+A schema installed without a node (sfgen release 3 or later, with no node
+flags and no sfgen.datacenter/sfgen.machine settings) shows "no node":
+its snowflake_next_id() refuses to make IDs until the node is set, which
+takes both --datacenter and --machine.
+
 Fleet check: with several --dsn, several --schema, or both (every schema
 in every database), it lists each database and schema with its node,
 layout and release, and then every pair that shares a node: the same
