@@ -857,9 +857,10 @@ func TestDownRestoresEachRelease(t *testing.T) {
 // TestDownKeepsAnUnsetNode installs the latest release with no node
 // (Apply with UnsetNode), takes a lease, and runs its Down: the release
 // before comes back as its own install made it, but for the node, which
-// stays unset (snowflake_next_id() refuses), and the leases, which go;
-// setting the node then gives exactly the release before. Up again keeps
-// that node.
+// stays unset (snowflake_next_id() refuses), and the leases, which go; Up
+// again gives the latest as a fresh install without a node, and Down
+// again and setting the node give exactly the release before. Apply then
+// keeps that node.
 func TestDownKeepsAnUnsetNode(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -868,6 +869,10 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 	prev.runScript(fmt.Sprintf("ScriptAt(%d)", sqlgen.Latest-1), scriptAt(sqlgen.Latest-1))
 	prev.setNode(testDatacenter, testMachine)
 	previous := prev.snapshot()
+	unset := newFixture(t, db, dsn)
+	unset.o.UnsetNode = true
+	unset.runScript("Script", sqlgen.Script)
+	latestUnset := unset.snapshot()
 
 	f := newFixture(t, db, dsn)
 	f.o.UnsetNode = true
@@ -894,6 +899,15 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 	}
 	if got[nodeBits] == "" || got[nodeBits] == previous[nodeBits] {
 		t.Errorf("after Down with no node set, snowflake_node_bits() is %q; want the one that refuses", got[nodeBits])
+	}
+	// Up again: still no node, as a fresh install without one.
+	f.applied("Up again with no node set")(f.sfgenProvider().Up(ctx))
+	f.checkUnset("Down and Up with no node set")
+	if d := latestUnset.diff(f.snapshot()); d != "" {
+		t.Errorf("after Down and Up with no node set, the schema differs from a fresh release %d without a node:%s", sqlgen.Latest, d)
+	}
+	if _, err := f.sfgenProvider().Down(ctx); err != nil {
+		t.Fatalf("goose Down from release %d again: %v", sqlgen.Latest, err)
 	}
 	f.setNode(testDatacenter, testMachine)
 	if d := previous.diff(f.snapshot()); d != "" {
