@@ -13,8 +13,9 @@ import (
 )
 
 // TestInstalledLayout: InstalledRelease reads the layout snowflake_layout()
-// names, in release 1 (which has it, without snowflake_release()) and in
-// release 2, for a preset and a custom layout; it is the zero Layout where
+// names, in release 1 (which has it, without snowflake_release()), in
+// release 2 and in the latest, for a preset and a custom layout, with and
+// without a node; it is the zero Layout where
 // sfgen is not installed, and an error naming the text where
 // snowflake_layout() returns no layout this sfgen reads.
 func TestInstalledLayout(t *testing.T) {

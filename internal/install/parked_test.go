@@ -136,11 +136,11 @@ func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 	if _, err := conn.ExecContext(ctx, "ROLLBACK"); err != nil { // the script's aborted transaction
 		t.Fatal(err)
 	}
-	var release bool
-	if err := conn.QueryRowContext(ctx, "SELECT to_regprocedure($1) IS NOT NULL", schema+".snowflake_release()").Scan(&release); err != nil {
+	var release, lease bool
+	if err := conn.QueryRowContext(ctx, "SELECT to_regprocedure($1) IS NOT NULL, to_regclass($2) IS NOT NULL", schema+".snowflake_release()", schema+".snowflake_lease").Scan(&release, &lease); err != nil {
 		t.Fatal(err)
 	}
-	if release {
-		t.Error("a failed upgrade left release 2's snowflake_release() behind")
+	if release || lease {
+		t.Errorf("a failed upgrade left the latest release's objects behind: snowflake_release() %v, snowflake_lease %v", release, lease)
 	}
 }

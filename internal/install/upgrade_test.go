@@ -44,7 +44,7 @@ const testDatacenter, testMachine = 3, 7
 var testNode = fmt.Sprintf("%d/%d", testDatacenter, testMachine)
 
 // preReleaseFunctions are functions of sfgen's from before release 1,
-// which release 2 drops when it finds them (owned by the installing
+// which every release from 2 on drops when it finds them (owned by the installing
 // role). The tests that upgrade create them at release 1, as an early
 // install would have left them.
 var preReleaseFunctions = []string{
