@@ -44,9 +44,9 @@ const testDatacenter, testMachine = 3, 7
 var testNode = fmt.Sprintf("%d/%d", testDatacenter, testMachine)
 
 // preReleaseFunctions are functions of sfgen's from before release 1,
-// which every release from 2 on drops when it finds them (owned by the installing
-// role). The tests that upgrade create them at release 1, as an early
-// install would have left them.
+// which every release from 2 on drops when it finds them (owned by the
+// installing role). The tests that upgrade create them at release 1, as
+// an early install would have left them.
 var preReleaseFunctions = []string{
 	"snowflake_catch_up(boolean)",
 	"snowflake_next_id_slow(regclass, regclass)",
