@@ -823,3 +823,57 @@ func TestNativeProcedureAcrossCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeCatchesUpOncePerPeriod: in one session inserting in a loop,
+// the C fast path sends a call to the slow path only when a catch-up is
+// due, and that call catches up: as many slow calls as catch-ups (moves of
+// the guard), each at least sqlgen.CatchUpAfter after the one before.
+func TestNativeCatchesUpOncePerPeriod(t *testing.T) {
+	_, conn := setup(t, sqlgen.Options{}, false)
+	mustExec(t, conn, "CREATE TABLE t (n bigserial, id bigint PRIMARY KEY DEFAULT snowflake_next_id(), guard bigint)")
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
+	const want = 10
+	first := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
+	mustExec(t, conn, fmt.Sprintf(`DO $$
+	DECLARE
+		last bigint := %d;
+		g bigint;
+		moves int := 0;
+		give_up timestamptz := clock_timestamp() + interval '60 seconds';
+	BEGIN
+		WHILE moves < %d AND clock_timestamp() < give_up LOOP
+			INSERT INTO t(guard) VALUES (pg_sequence_last_value('snowflake_catch_up_guard')) RETURNING guard INTO g;
+			IF g <> last THEN moves := moves + 1; last := g; END IF;
+		END LOOP;
+	END $$`, first, want))
+	slow := slowCalls(t, conn)
+	rows, err := conn.Query(context.Background(), "SELECT guard FROM t ORDER BY n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guards, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		t.Fatal(err)
+	}
+	mustExec(t, conn, "COMMIT")
+	var catchUps int64
+	last := first
+	for i, g := range guards {
+		if g == last {
+			continue
+		}
+		catchUps++
+		if g-last < sqlgen.CatchUpAfter.Milliseconds() {
+			t.Errorf("row %d: a catch-up at %d ms, %d ms after the one before: want at least %v between them", i+1, g, g-last, sqlgen.CatchUpAfter)
+		}
+		last = g
+	}
+	t.Logf("%d rows over %d ms: %d slow calls, %d catch-ups", len(guards), last-first, slow, catchUps)
+	if catchUps < want {
+		t.Fatalf("%d catch-ups in a minute of inserts, want %d", catchUps, want)
+	}
+	if slow != catchUps {
+		t.Errorf("%d slow calls for %d catch-ups: the fast path takes the slow path when no catch-up is due", slow, catchUps)
+	}
+}
