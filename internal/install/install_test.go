@@ -140,10 +140,12 @@ func objects(t *testing.T, db *sql.DB, schema string) []string {
 
 // TestFailedFirstInstall makes the first migration fail midway, into a
 // schema that exists (holding something of the user's) and into one that
-// Apply creates, and checks that the database is as it was.
+// Apply creates, with a node and without (UnsetNode), and checks that the
+// database is as it was.
 func TestFailedFirstInstall(t *testing.T) {
-	for _, existing := range []bool{true, false} {
-		t.Run(fmt.Sprintf("schema_existed=%v", existing), func(t *testing.T) {
+	for _, c := range []struct{ existing, unsetNode bool }{{true, false}, {false, false}, {true, true}, {false, true}} {
+		existing := c.existing
+		t.Run(fmt.Sprintf("schema_existed=%v/unset_node=%v", existing, c.unsetNode), func(t *testing.T) {
 			db, schema := database(t)
 			var before []string
 			if existing {
@@ -153,7 +155,7 @@ func TestFailedFirstInstall(t *testing.T) {
 				before = objects(t, db, schema)
 			}
 			failDDLIn(t, db, schema)
-			_, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema})
+			_, err := Apply(context.Background(), db, sqlgen.Options{Schema: schema, UnsetNode: c.unsetNode})
 			if err == nil || !strings.Contains(err.Error(), "test: no sequences") {
 				t.Fatalf("Apply = %v; want the migration's failure", err)
 			}
