@@ -85,6 +85,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if len(res.Applied) == 0 {
 		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen release %d\n", res.Schema, res.Version)
+		c.sayNode(ctx, db, res.Schema)
 		return exitOK
 	}
 	for _, name := range res.Applied {

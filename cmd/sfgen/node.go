@@ -336,7 +336,7 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 		}{ok, targets, shared})
 		fmt.Fprintf(c.stdout, "%s\n", b)
 	} else {
-		with, without := 0, 0
+		with, without, unset := 0, 0, 0
 		for _, t := range targets {
 			switch {
 			case t.Error != "":
@@ -347,7 +347,7 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 				without++
 				fmt.Fprintf(c.stdout, "%s: no sfgen (%s)\n", t.name(), t.missing)
 			case !t.NodeSet:
-				with++
+				unset++
 				fmt.Fprintf(c.stdout, "%s: no node set (snowflake_next_id() refuses to make IDs), layout %s, sfgen release %d\n", t.name(), t.Layout, t.Release)
 			default:
 				with++
@@ -366,8 +366,15 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 		}
 		if ok {
 			fmt.Fprintf(c.stdout, "ok: %d %s with sfgen, each with its own node", with, plural(with, "schema", "schemas"))
+			var also []string
+			if unset > 0 {
+				also = append(also, fmt.Sprintf("%d with no node set", unset))
+			}
 			if without > 0 {
-				fmt.Fprintf(c.stdout, " (%d without sfgen)", without)
+				also = append(also, fmt.Sprintf("%d without sfgen", without))
+			}
+			if len(also) > 0 {
+				fmt.Fprintf(c.stdout, " (%s)", strings.Join(also, ", "))
 			}
 			fmt.Fprintln(c.stdout)
 		}

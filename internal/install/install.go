@@ -177,21 +177,30 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		}
 		return nil, err
 	}
-	res, err := up(ctx, db, fsys, schema)
-	if err == nil && before.Release == 0 && o.UnsetNode {
-		// The release line starts with release 1, which set node 0/0:
-		// give the schema the node the latest release's first install
-		// would have (the session's settings, or none).
-		err = firstNode(ctx, conn, o)
+	if before.Release == 0 && o.UnsetNode {
+		// The release line starts with release 1, which sets a node (0/0)
+		// where there is none: first give the schema the node the latest
+		// release's first install would (the session's settings, or none),
+		// so that no moment passes with a node nobody chose.
+		if err := firstNode(ctx, conn, o); err != nil {
+			if !tableExisted {
+				undo(conn, schema, !schemaExisted)
+			}
+			return nil, err
+		}
 	}
+	res, err := upHook(ctx, db, fsys, schema)
 	if err != nil && !tableExisted {
 		undo(conn, schema, !schemaExisted)
 	}
 	return res, err
 }
 
-// firstNode replaces the node of a schema the release line has just
-// installed for the first time with sqlgen.FirstNode's.
+// upHook is up; tests replace it to fail where nothing else can.
+var upHook = up
+
+// firstNode gives a schema that the release line is about to install
+// into for the first time sqlgen.FirstNode's node.
 func firstNode(ctx context.Context, conn *sql.Conn, o sqlgen.Options) error {
 	script, err := sqlgen.FirstNode(o)
 	if err != nil {
@@ -495,13 +504,21 @@ func advisoryLock(ctx context.Context, conn *sql.Conn, id int64, wait time.Durat
 	}
 }
 
-// undo removes what a failed first install left: the version table, and
-// the schema when Apply created it and nothing else is in it. It runs
+// undo removes what a failed first install left: the version table, the
+// node firstNode made when no release was applied, and the schema when
+// Apply created it and nothing else is in it. It runs
 // under Apply's lock, so it never removes what another install made.
 func undo(conn *sql.Conn, schema string, dropSchema bool) {
 	ctx := context.Background() // the caller's context may be what failed
 	q := pgident.Quote(schema)
 	conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+q+"."+VersionTable)
+	// The node firstNode made, if no release got as far as
+	// snowflake_layout(): alone, it is no install.
+	var bare bool
+	if conn.QueryRowContext(ctx, `SELECT pg_catalog.to_regprocedure($1) IS NULL AND pg_catalog.to_regprocedure($2) IS NOT NULL`,
+		q+".snowflake_layout()", q+".snowflake_node_bits()").Scan(&bare) == nil && bare {
+		conn.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+q+".snowflake_node_bits()")
+	}
 	if dropSchema {
 		conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+q) // RESTRICT: only if empty
 	}

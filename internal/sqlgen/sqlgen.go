@@ -272,13 +272,12 @@ type templateData struct {
 	SequenceError, IDError                        string
 
 	// For snowflake_next_id(), whose state is (unix_ms << SequenceBits) | sequence.
-	NodeSet     bool  // a first install sets the node Datacenter, Machine (else: the session's settings, or unset)
-	ReplaceNode bool  // FirstNode: choose the node even though the schema has one
-	NodeSpace   int64 // how many nodes the layout has: (MaxDatacenter+1) * (MaxMachine+1)
-	NodeBits    uint  // DatacenterBits + MachineBits
-	NodeFrom    uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
-	MinState    int64 // Epoch << SequenceBits: the state of the first ID
-	MaxState    int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
+	NodeSet   bool  // a first install sets the node Datacenter, Machine (else: the session's settings, or unset)
+	NodeSpace int64 // how many nodes the layout has: (MaxDatacenter+1) * (MaxMachine+1)
+	NodeBits  uint  // DatacenterBits + MachineBits
+	NodeFrom  uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
+	MinState  int64 // Epoch << SequenceBits: the state of the first ID
+	MaxState  int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
 
 	// When snowflake_next_id() catches up with the clock, in milliseconds
 	// since the last catch-up: due from CatchUpMs (one call in a few takes
@@ -436,15 +435,16 @@ func tidy(b []byte) []byte {
 	return []byte(strings.TrimRight(strings.Join(out, "\n"), "\n") + "\n")
 }
 
-// FirstNode renders, for a schema that the release line has just
-// installed for the first time, the statements that give it the node
+// FirstNode renders, for a schema that the release line is about to
+// install into for the first time, the statements that give it the node
 // that the latest release's own first install would: o's, or with
 // UnsetNode the installing session's settings sfgen.datacenter and
-// sfgen.machine, or none (the release line starts with release 1, which
-// always sets a node: 0/0 unless told otherwise). Run it in a
-// transaction.
+// sfgen.machine, or none. The release line starts with release 1, which
+// sets a node (0/0 unless told otherwise) only where snowflake_node_bits()
+// does not exist yet, so run this first, in a transaction; it does
+// nothing where the function exists.
 func FirstNode(o Options) ([]byte, error) {
-	return renderWith(o, Latest, "first_node.sql.tmpl", false, func(d *templateData) { d.ReplaceNode = true })
+	return render(o, Latest, "first_node.sql.tmpl", false)
 }
 
 // Preflight renders the checks the latest release makes before it
