@@ -5,8 +5,8 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"io"
 	"fmt"
+	"io"
 	"strconv"
 	"time"
 
