@@ -31,13 +31,20 @@ func TestNextLeases(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range runs {
 		wg.Go(func() {
-			code, out, errOut := sfgen(t, "next", "--dsn", dsn, "--count", "20000")
+			code, out, errOut := sfgen(t, "next", "--dsn", dsn, "--count", "200000")
 			runs[i] = run{code, out, errOut}
 		})
 	}
 	wg.Wait()
+	// Runs whose IDs overlap in time must have different nodes, neither
+	// the database's; a run that started after another ended may be given
+	// its node again (its lease was given back), and then starts above it.
+	type span struct {
+		node        [2]int64
+		first, last int64
+	}
 	seen := map[int64]int{}
-	nodes := map[[2]int64]int{{2, 2}: -1}
+	var spans []span
 	for i, r := range runs {
 		if r.code != 0 {
 			t.Fatalf("run %d: exit %d, stderr %s", i, r.code, r.errOut)
@@ -46,13 +53,12 @@ func TestNextLeases(t *testing.T) {
 		if _, err := fmt.Sscanf(r.errOut, "sfgen next: leased node datacenter %d, machine %d", &dc, &m); err != nil {
 			t.Fatalf("run %d: stderr %q does not name the node", i, r.errOut)
 		}
-		if j, ok := nodes[[2]int64{dc, m}]; ok {
-			t.Errorf("runs %d and %d (-1: the database) have node %d/%d", i, j, dc, m)
+		if dc == 2 && m == 2 {
+			t.Errorf("run %d leased node 2/2, the database's own", i)
 		}
-		nodes[[2]int64{dc, m}] = i
 		lines := strings.Fields(r.out)
-		if len(lines) != 20000 {
-			t.Fatalf("run %d: %d IDs, want 20000", i, len(lines))
+		if len(lines) != 200000 {
+			t.Fatalf("run %d: %d IDs, want 200000", i, len(lines))
 		}
 		var last int64
 		for _, s := range lines {
@@ -69,6 +75,22 @@ func TestNextLeases(t *testing.T) {
 			}
 			seen[id] = i
 			last = id
+		}
+		first, _ := strconv.ParseInt(lines[0], 10, 64)
+		spans = append(spans, span{[2]int64{dc, m}, first >> 22, last >> 22})
+	}
+	a, b := spans[0], spans[1]
+	overlap := a.first <= b.last && b.first <= a.last
+	t.Logf("runs: node %v ms %d-%d and node %v ms %d-%d; overlapping: %v", a.node, a.first, a.last, b.node, b.first, b.last, overlap)
+	if a.node == b.node {
+		if overlap {
+			t.Errorf("two runs at the same time had node %v", a.node)
+		}
+		if a.first > b.first {
+			a, b = b, a
+		}
+		if b.first <= a.last {
+			t.Errorf("node %v given again starts at ms %d, not above the last holder's %d", a.node, b.first, a.last)
 		}
 	}
 	db, err := sql.Open("pgx", dsn)
