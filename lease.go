@@ -123,20 +123,31 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 		holder = fmt.Sprintf("%s pid %d", host, os.Getpid())
 	}
 	q := pgident.Quote(schema)
-	var spec string
-	var release int
-	err := db.QueryRowContext(ctx, `SELECT COALESCE((SELECT `+q+`.snowflake_layout() WHERE pg_catalog.to_regprocedure($1) IS NOT NULL), ''),
-		COALESCE((SELECT `+q+`.snowflake_release() WHERE pg_catalog.to_regprocedure($2) IS NOT NULL), 0)`,
-		q+".snowflake_layout()", q+".snowflake_release()").Scan(&spec, &release)
+	// Which functions are there, first: a call of one that is not fails
+	// when the statement is parsed.
+	var hasLayout, hasRelease, hasLeases bool
+	err := db.QueryRowContext(ctx, `SELECT pg_catalog.to_regprocedure($1) IS NOT NULL, pg_catalog.to_regprocedure($2) IS NOT NULL,
+		pg_catalog.to_regprocedure($3) IS NOT NULL`,
+		q+".snowflake_layout()", q+".snowflake_release()", q+".snowflake_lease_take(pg_catalog.text, bigint)").Scan(&hasLayout, &hasRelease, &hasLeases)
 	if err != nil {
 		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
 	}
-	if release < 3 {
-		if spec == "" {
-			return nil, fmt.Errorf("take a node lease: schema %s has no sfgen install: %w", schema, ErrNoLeases)
+	release := 1
+	if hasRelease {
+		if err := db.QueryRowContext(ctx, `SELECT `+q+`.snowflake_release()`).Scan(&release); err != nil {
+			return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
 		}
+	}
+	switch {
+	case !hasLayout:
+		return nil, fmt.Errorf("take a node lease: schema %s has no sfgen install: %w", schema, ErrNoLeases)
+	case release < 3 || !hasLeases:
 		return nil, fmt.Errorf("take a node lease: schema %s is at sfgen release %d, before leases (release 3); upgrade it with sfgen install: %w",
-			schema, max(release, 1), ErrNoLeases)
+			schema, release, ErrNoLeases)
+	}
+	var spec string
+	if err := db.QueryRowContext(ctx, `SELECT `+q+`.snowflake_layout()`).Scan(&spec); err != nil {
+		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
 	}
 	layout, err := ParseLayout(spec)
 	if err != nil {

@@ -125,6 +125,42 @@ func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
 	}
 }
 
+// TestLeaseNoLeases: a schema without sfgen, or at a release before
+// leases, is ErrNoLeases, saying which.
+func TestLeaseNoLeases(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	_, err = sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{})
+	if !errors.Is(err, sfgen.ErrNoLeases) || !strings.Contains(err.Error(), "schema public has no sfgen install") {
+		t.Errorf("TakeLease on an empty database: %v; want ErrNoLeases, no sfgen install", err)
+	}
+	// Release 2: its migrations' Up sections, as goose would apply them.
+	files, err := sqlgen.Migrations(sqlgen.Options{Datacenter: 1, Machine: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files[:2] {
+		up, _, _ := strings.Cut(strings.SplitN(string(f.SQL), "-- +goose Up\n", 2)[1], "-- +goose Down\n")
+		if _, err := db.Exec(strings.NewReplacer("-- +goose StatementBegin\n", "", "-- +goose StatementEnd\n", "").Replace(up)); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+	}
+	_, err = sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{})
+	if !errors.Is(err, sfgen.ErrNoLeases) || !strings.Contains(err.Error(), "schema public is at sfgen release 2, before leases (release 3)") {
+		t.Errorf("TakeLease on release 2: %v; want ErrNoLeases, release 2", err)
+	}
+	if _, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{Schema: "Bad"}); err == nil || errors.Is(err, sfgen.ErrNoLeases) {
+		t.Errorf("TakeLease with schema \"Bad\": %v; want an invalid schema name", err)
+	}
+	if _, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{TTL: time.Millisecond}); !errors.Is(err, sfgen.ErrOutOfRange) {
+		t.Errorf("TakeLease with TTL 1ms: %v; want ErrOutOfRange", err)
+	}
+}
+
 // TestLeasesConcurrent: many leases taken at once are all different.
 func TestLeasesConcurrent(t *testing.T) {
 	db := leaseDB(t, pgtest.DSN(t), "public", snowflake.Twitter, node{3, 3})

@@ -123,7 +123,10 @@ func TestNextLeaseUsage(t *testing.T) {
 			t.Errorf("next %v = %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
 		}
 	}
-	// A schema at release 2 has no leases: one line saying so.
+	// An empty database, then a schema at release 2: no leases, one line saying so.
+	if code, out, errOut := sfgen(t, "next", "--dsn", pgtest.DSN(t)); code != 1 || out != "" || !strings.Contains(errOut, "schema public has no sfgen install") {
+		t.Errorf("next --dsn on an empty database = %d, %q, %q", code, out, errOut)
+	}
 	dsn := pgtest.DSN(t)
 	db, err := sql.Open("pgx", dsn)
 	if err != nil {
