@@ -79,7 +79,7 @@ ignore_startup_parameters = extra_float_digits,options,search_path
 		t.Fatal(err)
 	}
 	args := []string{bin, "-q", path} // -q: log to the file only
-	if os.Geteuid() == 0 { // pgbouncer refuses to run as root
+	if os.Geteuid() == 0 {            // pgbouncer refuses to run as root
 		for _, p := range []string{dir, path} {
 			if err := exec.Command("chown", "postgres", p).Run(); err != nil {
 				t.Fatalf("chown %s postgres: %v", p, err)
