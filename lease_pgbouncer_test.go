@@ -78,8 +78,9 @@ ignore_startup_parameters = extra_float_digits,options,search_path
 	if err := os.WriteFile(path, []byte(ini), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{bin, "-q", path} // -q: log to the file only
-	if os.Geteuid() == 0 {            // pgbouncer refuses to run as root
+	// -q: log to the file only. pgbouncer refuses to run as root.
+	args := []string{bin, "-q", path}
+	if os.Geteuid() == 0 {
 		for _, p := range []string{dir, path} {
 			if err := exec.Command("chown", "postgres", p).Run(); err != nil {
 				t.Fatalf("chown %s postgres: %v", p, err)
