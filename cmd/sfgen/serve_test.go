@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"html"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -104,6 +106,64 @@ func compareCLI(t *testing.T, h http.Handler, args []string, target, field strin
 		}
 	default:
 		t.Errorf("sfgen %q: exit %d, stderr %q", args, code, errOut)
+	}
+	comparePage(t, h, code, out, errOut, args[0], target)
+}
+
+var (
+	pageIDRE    = regexp.MustCompile(`<output id="id-value"[^>]*>([^<]*)</output>`)
+	pageErrorRE = regexp.MustCompile(`<p class="error" id="([a-z]+)-error"[^>]*>([^<]*)</p>`)
+)
+
+// comparePage checks that the page, given the API call's query, shows the
+// ID the CLI printed, or the CLI's message next to the field at fault. The
+// page reads more than the CLI (spaces around a value, RFC 3339 times), so
+// inputs the CLI refuses for those are left out.
+func comparePage(t *testing.T, h http.Handler, code int, out, errOut, cmd, target string) {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	if cmd == "decompose" && !q.Has("id") {
+		return // the page without an id composes
+	}
+	for _, vs := range q {
+		if v := vs[0]; strings.TrimSpace(v) != v || strings.Contains(v, "T") {
+			return
+		}
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest("GET", "/?"+u.RawQuery, nil))
+	page := rec.Body.String()
+	errs := map[string]string{}
+	for _, m := range pageErrorRE.FindAllStringSubmatch(page, -1) {
+		if m[2] != "" {
+			errs[m[1]] = html.UnescapeString(m[2])
+		}
+	}
+	if code == exitOK {
+		var v struct{ ID string }
+		json.Unmarshal([]byte(out), &v)
+		if m := pageIDRE.FindStringSubmatch(page); rec.Code != 200 || m == nil || m[1] != v.ID || len(errs) > 0 {
+			t.Errorf("the page for %s: status %d, ID %q, errors %q; want the CLI's ID %s", u.RawQuery, rec.Code, m, errs, v.ID)
+		}
+		return
+	}
+	msg := strings.TrimSuffix(strings.TrimPrefix(errOut, "sfgen "+cmd+": "), "\n")
+	field := strings.Fields(msg)[0]
+	if strings.HasPrefix(msg, "missing ID") {
+		field = "id"
+	}
+	got := errs[field]
+	if field == "timestamp" {
+		// The page also takes RFC 3339 times, and its message says so.
+		msg = strings.Replace(msg, "is not a whole number;", "is not a whole number or an RFC 3339 time;", 1)
+		got = got[:min(len(got), len(msg))]
+	}
+	if rec.Code != http.StatusBadRequest || len(errs) != 1 || got != msg || pageIDRE.MatchString(page) {
+		t.Errorf("the page for %s: status %d, errors %q; want only %q next to %s", u.RawQuery, rec.Code, errs, msg, field)
 	}
 }
 

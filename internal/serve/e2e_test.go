@@ -73,7 +73,7 @@ func startBrowser(t *testing.T) *browser {
 		}
 		t.Skipf("no chromium on PATH, so the page's end-to-end test cannot run here (it fails under CI=true): %v", err)
 	}
-	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	t.Cleanup(cancel)
 	dir := t.TempDir()
 	var stderr bytes.Buffer
@@ -229,6 +229,20 @@ func (b *browser) eval(js string) (value string, ok bool) {
 	return string(r.Result.Value), true
 }
 
+// await returns the JSON value of the promise the expression js gives.
+func (b *browser) await(js string) string {
+	b.t.Helper()
+	var r struct {
+		Result           struct{ Value json.RawMessage }
+		ExceptionDetails json.RawMessage
+	}
+	b.call("Runtime.evaluate", map[string]any{"expression": js, "returnByValue": true, "awaitPromise": true}, &r)
+	if r.ExceptionDetails != nil {
+		b.t.Fatalf("%s threw: %s", js, r.ExceptionDetails)
+	}
+	return string(r.Result.Value)
+}
+
 // waitFor waits until the expression js is true in the page.
 func (b *browser) waitFor(what, js string) {
 	b.t.Helper()
@@ -272,7 +286,8 @@ func (b *browser) typeInto(id, text string) {
 // click clicks the middle of the element the selector names, with the mouse.
 func (b *browser) click(selector string) {
 	b.t.Helper()
-	v, ok := b.eval(`(() => { const r = document.querySelector(` + strconv.Quote(selector) + `).getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2] })()`)
+	v, ok := b.eval(`(() => { const e = document.querySelector(` + strconv.Quote(selector) + `); e.scrollIntoView({block: "center"});
+		const r = e.getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2] })()`)
 	var xy [2]float64
 	if !ok || json.Unmarshal([]byte(v), &xy) != nil {
 		b.t.Fatalf("no %s to click; the page has %s", selector, b.state())
@@ -352,6 +367,14 @@ func TestPageInChromium(t *testing.T) {
 			if got := b.text(js); got != want {
 				t.Errorf("%s = %s, want %s", js, got, want)
 			}
+		}
+
+		// The Copy button puts the ID on the clipboard.
+		b.callBrowser("Browser.grantPermissions", map[string]any{"origin": srv.URL, "permissions": []string{"clipboardReadWrite", "clipboardSanitizedWrite"}}, nil)
+		b.click("#copy")
+		b.waitFor("the Copy button's answer", `document.getElementById("copy").textContent === "Copied"`)
+		if got := b.await(`navigator.clipboard.readText()`); got != `"4194439168"` {
+			t.Errorf("the clipboard has %s, want the ID", got)
 		}
 
 		b.typeInto("f-datacenter", "32")
