@@ -58,21 +58,31 @@ type composition struct {
 // time, which counts as its Unix millisecond (rounded down).
 func value(l snowflake.Layout, f snowflake.Field, s string, rfc3339 bool) (int64, error) {
 	lo, hi := l.Min(f), l.Max(f)
+	times := rfc3339 && f == snowflake.FieldTimestamp
 	var v big.Int
 	if _, ok := v.SetString(s, 10); !ok {
-		if t, err := time.Parse(time.RFC3339Nano, s); rfc3339 && f == snowflake.FieldTimestamp && err == nil {
-			v.SetInt64(t.UnixMilli())
-		} else if rfc3339 && f == snowflake.FieldTimestamp {
-			return 0, &InputError{f.String(), s, fmt.Sprintf("%s %q is not a whole number or an RFC 3339 time; want an integer in [%d, %d] or a time from %s to %s",
-				f, s, lo, hi, l.MinTime().Format(idjson.TimeFormat), l.MaxTime().Format(idjson.TimeFormat)), snowflake.ErrSyntax}
-		} else {
-			return 0, &InputError{f.String(), s, fmt.Sprintf("%s %q is not a whole number; want an integer in [%d, %d]", f, s, lo, hi), snowflake.ErrSyntax}
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if !times || err != nil {
+			return 0, &InputError{f.String(), s, syntaxMessage(l, f, s, times), snowflake.ErrSyntax}
 		}
+		v.SetInt64(t.UnixMilli())
 	}
 	if v.Cmp(big.NewInt(lo)) < 0 || v.Cmp(big.NewInt(hi)) > 0 {
 		return 0, &InputError{f.String(), s, snowflake.RangeMessage(f, v.String(), lo, hi), snowflake.ErrOutOfRange}
 	}
 	return v.Int64(), nil
+}
+
+// syntaxMessage is the message for the text s of field f that is not a
+// number: the command line's, which the page words for times too when
+// it takes them.
+func syntaxMessage(l snowflake.Layout, f snowflake.Field, s string, times bool) string {
+	lo, hi := l.Min(f), l.Max(f)
+	if times {
+		return fmt.Sprintf("%s %q is not a whole number or an RFC 3339 time; want an integer in [%d, %d] or a time from %s to %s",
+			f, s, lo, hi, l.MinTime().Format(idjson.TimeFormat), l.MaxTime().Format(idjson.TimeFormat))
+	}
+	return fmt.Sprintf("%s %q is not a whole number; want an integer in [%d, %d]", f, s, lo, hi)
 }
 
 // compose returns the ID that c describes in layout l: a timestamp not

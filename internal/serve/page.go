@@ -3,6 +3,7 @@ package serve
 import (
 	"bytes"
 	"embed"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -127,7 +128,8 @@ func (s *server) view(q url.Values) (pageView, int) {
 		id, err = compose(l, c, s.now(), true)
 	}
 	if err != nil {
-		ie, ok := err.(*InputError)
+		var ie *InputError
+		ok := errors.As(err, &ie)
 		switch {
 		case !ok:
 			v.Problem = err.Error()

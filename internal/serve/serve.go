@@ -16,6 +16,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 
@@ -152,7 +153,7 @@ func (s *server) writeID(w http.ResponseWriter, id snowflake.ID) {
 
 func writeInputError(w http.ResponseWriter, err error) {
 	e := apiError{Error: err.Error()}
-	if ie, ok := err.(*InputError); ok {
+	if ie := (*InputError)(nil); errors.As(err, &ie) {
 		e.Field = ie.Field
 	}
 	writeAPIError(w, http.StatusBadRequest, e)

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html"
 	"io"
@@ -433,5 +434,37 @@ func TestLayout(t *testing.T) {
 	_, body = get(t, testHandler(t, snowflake.Discord), "GET", "/api/decompose?id=175928847299117063")
 	if want := `{"id":"175928847299117063","timestamp_ms":1462015105796,"time":"2016-04-30T11:18:25.796Z","datacenter_id":1,"machine_id":0,"sequence":7,"layout":"epoch=1420070400000 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; body != want {
 		t.Errorf("discord: got  %s\nwant %s", body, want)
+	}
+}
+
+func TestInputError(t *testing.T) {
+	for _, tc := range []struct {
+		err          error
+		field, value string
+		cause        error
+	}{
+		{func() error { _, err := parseID("-5"); return err }(), "id", "-5", snowflake.ErrOutOfRange},
+		{func() error { _, err := parseID("x"); return err }(), "id", "x", snowflake.ErrSyntax},
+		{func() error { _, err := parseID(""); return err }(), "id", "", nil},
+		{func() error { _, err := value(snowflake.Twitter, snowflake.FieldSequence, "abc", false); return err }(), "sequence", "abc", snowflake.ErrSyntax},
+		{func() error {
+			_, err := value(snowflake.Twitter, snowflake.FieldTimestamp, "2010-11-04T01:42:54Z", true)
+			return err
+		}(), "timestamp", "2010-11-04T01:42:54Z", snowflake.ErrOutOfRange},
+		{func() error {
+			_, err := compose(snowflake.Twitter, composition{}, time.UnixMilli(0), false)
+			return err
+		}(), "timestamp", "", snowflake.ErrOutOfRange}, // a clock before the epoch
+	} {
+		var ie *InputError
+		if !errors.As(tc.err, &ie) || ie.Field != tc.field || ie.Value != tc.value || !errors.Is(tc.err, ErrInput) {
+			t.Errorf("%v: %#v, want an *InputError for %s %q wrapping ErrInput", tc.err, tc.err, tc.field, tc.value)
+			continue
+		}
+		for _, cause := range []error{snowflake.ErrOutOfRange, snowflake.ErrSyntax} {
+			if got := errors.Is(tc.err, cause); got != (cause == tc.cause) {
+				t.Errorf("%v: errors.Is(%v) = %v", tc.err, cause, got)
+			}
+		}
 	}
 }
