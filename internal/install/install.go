@@ -223,13 +223,22 @@ func firstNode(ctx context.Context, conn *sql.Conn, o sqlgen.Options) error {
 // adopt records, in a new version table, the releases of an install made
 // by another route, as goose would have recorded them: versions 1 to the
 // release the schema is at. A schema whose functions are a mix of
-// releases (an older script run over a later one) counts as release 1,
-// as the preflight counts it.
+// releases (an older script run over release N) is recorded at N-1, so
+// that release N's own file runs again: its check counts the mix as
+// release 1 and upgrades it from there.
 func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema string) error {
 	in, err := InstalledRelease(ctx, SQLConn(conn), schema)
 	release := in.Effective()
 	if err != nil || release == 0 {
 		return err
+	}
+	if len(in.Stale) > 0 && in.Release <= sqlgen.Latest {
+		// An older script over release N: record up to N-1, so that goose
+		// runs release N's own file, whose check counts the mix as release
+		// 1 and which puts N back. (Recording 1 only would make goose run
+		// release 2's frozen file, which refuses a schema that says it is
+		// at a later release.)
+		release = in.Release - 1
 	}
 	p, err := newProvider(db, fsys, schema)
 	if err != nil {

@@ -288,6 +288,7 @@ type templateData struct {
 
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
+	LeaseFunctionNames                 []string // the names new in release 3
 	MarkedFunctions                    []string
 	LockWaitSeconds                    int64
 	LockWaitMs                         int64 // CatchUpLockWait
@@ -363,8 +364,9 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
 
 		KnownFunctions: knownFunctions, KnownFunctionNames: knownFunctionNames, MarkedFunctions: MarkedFunctions,
-		LockWaitSeconds: int64(LockWait / time.Second),
-		LockWaitMs:      CatchUpLockWait.Milliseconds(),
+		LeaseFunctionNames: leaseFunctionNames,
+		LockWaitSeconds:    int64(LockWait / time.Second),
+		LockWaitMs:         CatchUpLockWait.Milliseconds(),
 	}
 	if release == 2 {
 		// Frozen: the lists as release 2 shipped them.
