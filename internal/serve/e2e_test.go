@@ -114,6 +114,17 @@ func startBrowser(t *testing.T) *browser {
 	t.Cleanup(func() { conn.CloseNow() })
 	b := &browser{t: t, ctx: ctx, conn: conn, pending: map[int64]chan cdpMessage{}}
 	go b.read()
+	// Close the browser cleanly first, so that none of its processes
+	// still writes to the profile when t.TempDir removes it; the process
+	// group is killed after, should it not have exited.
+	t.Cleanup(func() {
+		if b.send("", "Browser.close", nil, nil) == nil {
+			select {
+			case <-exited:
+			case <-time.After(10 * time.Second):
+			}
+		}
+	})
 
 	var target struct{ TargetID string }
 	b.callBrowser("Target.createTarget", map[string]any{"url": "about:blank"}, &target)
