@@ -165,13 +165,24 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 	}
 }
 
-// TestBuildRefuses: Build says which of pg_config and the server headers
-// is missing.
+// TestBuildRefuses: Build says which of pg_config, the server headers and
+// the compiler is missing.
 func TestBuildRefuses(t *testing.T) {
 	dir := t.TempDir()
 	fake := filepath.Join(dir, "pg_config")
 	// A pg_config whose server include directory has no postgres.h.
-	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho "+dir+"/include\necho 'PostgreSQL 15.0'\n"), 0o755); err != nil {
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\necho "+dir+"/noinclude\necho gcc\necho 'PostgreSQL 15.0'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// One with headers, whose compiler is nowhere.
+	if err := os.MkdirAll(filepath.Join(dir, "include"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "include", "postgres.h"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	noCC := filepath.Join(dir, "pg_config_nocc")
+	if err := os.WriteFile(noCC, []byte("#!/bin/sh\necho "+dir+"/include\necho 'sfgen-no-such-cc -O2'\necho 'PostgreSQL 15.0'\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
@@ -181,6 +192,7 @@ func TestBuildRefuses(t *testing.T) {
 	}{
 		{"no pg_config", filepath.Join(dir, "missing", "pg_config"), native.ErrNoPGConfig, "missing/pg_config"},
 		{"no headers", fake, native.ErrNoHeaders, "postgresql-server-dev"},
+		{"no compiler", noCC, native.ErrNoToolchain, "sfgen-no-such-cc"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := native.Build(context.Background(), filepath.Join(dir, "out"), tw, native.WithPGConfig(c.pgConfig))

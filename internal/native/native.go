@@ -56,6 +56,8 @@ var (
 	// ErrNoHeaders: pg_config names a server include directory without
 	// postgres.h (install postgresql-server-dev-NN).
 	ErrNoHeaders = errors.New("no PostgreSQL server headers")
+	// ErrNoToolchain: no make, or not the C compiler pg_config names.
+	ErrNoToolchain = errors.New("no make or C compiler")
 	// ErrBuild: make failed.
 	ErrBuild = errors.New("build of the native generator failed")
 	// ErrNotSuperuser: creating a C function takes a superuser.
@@ -181,7 +183,8 @@ func FindPGConfig() (string, error) {
 // need be) and builds them with PGXS; it returns the absolute path of the
 // library. dir and the library are made readable by every user, since
 // the server, which loads it, runs as its own. The error wraps
-// ErrNoPGConfig, ErrNoHeaders or ErrBuild (with make's output).
+// ErrNoPGConfig, ErrNoHeaders, ErrNoToolchain or ErrBuild (with make's
+// output).
 func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOption) (string, error) {
 	var c buildConfig
 	for _, o := range opts {
@@ -194,15 +197,20 @@ func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOpt
 		}
 		c.pgConfig = p
 	}
-	out, err := exec.CommandContext(ctx, c.pgConfig, "--includedir-server", "--version").Output()
-	if err != nil {
-		return "", fmt.Errorf("%w: %s --includedir-server: %v", ErrNoPGConfig, c.pgConfig, err)
-	}
+	out, err := exec.CommandContext(ctx, c.pgConfig, "--includedir-server", "--cc", "--version").Output()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	include := strings.TrimSpace(lines[0])
+	if err != nil || len(lines) != 3 {
+		return "", fmt.Errorf("%w: %s --includedir-server --cc --version: %v", ErrNoPGConfig, c.pgConfig, err)
+	}
+	include, cc, version := strings.TrimSpace(lines[0]), strings.Fields(lines[1]), strings.TrimSpace(lines[2])
 	if _, err := os.Stat(filepath.Join(include, "postgres.h")); err != nil {
 		return "", fmt.Errorf("%w: %s has no postgres.h (pg_config %s, %s); install postgresql-server-dev-NN",
-			ErrNoHeaders, include, c.pgConfig, strings.TrimSpace(lines[len(lines)-1]))
+			ErrNoHeaders, include, c.pgConfig, version)
+	}
+	for _, tool := range []string{"make", firstOr(cc, "cc")} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%w: %v (pg_config %s builds with %q); install make and the compiler (build-essential)", ErrNoToolchain, err, c.pgConfig, strings.Join(cc, " "))
+		}
 	}
 	dir, err = filepath.Abs(dir)
 	if err != nil {
@@ -244,6 +252,14 @@ func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOpt
 		return "", fmt.Errorf("%w: %v", ErrBuild, err)
 	}
 	return so, nil
+}
+
+// firstOr is s[0], or def when s is empty.
+func firstOr(s []string, def string) string {
+	if len(s) == 0 {
+		return def
+	}
+	return s[0]
 }
 
 // tail is the end of a command's output, for an error.
