@@ -43,6 +43,7 @@ func init() {
 		{"install", "apply the migrations to a database with goose", runInstall},
 		{"node", "show or set the node that snowflake_next_id() uses", runNode},
 		{"audit", "check the IDs stored in a table: nodes, future and invalid IDs, skew", runAudit},
+		{"serve", "serve a web page and an HTTP API that compose and decode IDs", runServe},
 		{"bench", "measure snowflake_next_id() against bigserial on a database", runBench},
 		{"version", "print sfgen's version and the SQL release it installs", runVersion},
 	}
