@@ -9,7 +9,10 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -330,5 +333,79 @@ func TestNativeOwnObjectsOnly(t *testing.T) {
 	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_catch_up_guard OWNER TO CURRENT_USER")
 	if id := queryInt(t, c, "SELECT public.snowflake_next_id()"); id <= last {
 		t.Fatalf("after the owner is put back: ID %d after %d", id, last)
+	}
+}
+
+// TestInstallWhileInserting: sessions insert with DEFAULT
+// snowflake_next_id() (prepared, so their plans are invalidated at each
+// switch) while the function is switched from SQL to C and back, again
+// and again: no insert fails, and no ID repeats.
+func TestInstallWhileInserting(t *testing.T) {
+	so := library(t, tw)
+	dsn := pgtest.DSN(t)
+	conn := connect(t, dsn)
+	installScript(t, conn, sqlgen.Options{Datacenter: 6, Machine: 7})
+	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), w int NOT NULL)")
+	ctx := context.Background()
+	var (
+		wg       sync.WaitGroup
+		stop     atomic.Bool
+		inserted atomic.Int64
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for w := 0; w < 4; w++ {
+		c := connect(t, dsn)
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			for !stop.Load() {
+				var id int64
+				if err := c.QueryRow(ctx, "INSERT INTO t(w) VALUES ($1) RETURNING id", w).Scan(&id); err != nil {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("session %d: %w", w, err)
+					}
+					errMu.Unlock()
+					stop.Store(true)
+					return
+				}
+				if d, _ := tw.Decompose(snowflake.ID(id)); d.Datacenter != 6 || d.Machine != 7 {
+					errMu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("session %d: ID %d of node %d/%d", w, id, d.Datacenter, d.Machine)
+					}
+					errMu.Unlock()
+					stop.Store(true)
+					return
+				}
+				inserted.Add(1)
+			}
+		}(w)
+	}
+	for i := 0; i < 5 && !stop.Load(); i++ {
+		if err := native.Install(ctx, conn, "public", so); err != nil {
+			t.Errorf("install %d: %v", i, err)
+			break
+		}
+		for n := inserted.Load(); inserted.Load() < n+500 && !stop.Load(); {
+			time.Sleep(time.Millisecond)
+		}
+		if err := native.Uninstall(ctx, conn, "public"); err != nil {
+			t.Errorf("uninstall %d: %v", i, err)
+			break
+		}
+		for n := inserted.Load(); inserted.Load() < n+500 && !stop.Load(); {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	stop.Store(true)
+	wg.Wait()
+	if firstErr != nil {
+		t.Fatal(firstErr)
+	}
+	t.Logf("%d rows inserted across 5 switches each way", inserted.Load())
+	if n := queryInt(t, conn, "SELECT count(*) - count(DISTINCT id) FROM t"); n != 0 {
+		t.Fatalf("%d repeated IDs", n)
 	}
 }
