@@ -217,22 +217,29 @@ func TestREADMEDatabase(t *testing.T) {
 	}
 	var got strings.Builder
 	readmeDatabase(ctx, conn, db, &got)
+	checkPrints(t, "readmeDatabase", got.String())
+}
+
+// checkPrints checks that fn, a function of db_test.go, printed got:
+// what its "// Prints:" comment, which the README shows, says.
+func checkPrints(t *testing.T, fn, got string) {
+	t.Helper()
 	src, err := os.ReadFile("db_test.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, after, _ := strings.Cut(string(src), "func readmeDatabase(")
+	_, after, _ := strings.Cut(string(src), "func "+fn+"(")
 	_, prints, ok := strings.Cut(after, "\t// Prints:\n")
 	prints, _, _ = strings.Cut(prints, "\n}\n")
 	if !ok || prints == "" {
-		t.Fatal("readmeDatabase has no // Prints: comment")
+		t.Fatalf("%s has no // Prints: comment", fn)
 	}
 	var want strings.Builder
 	for _, l := range strings.Split(prints, "\n") {
 		want.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "\t//"), " ") + "\n")
 	}
-	if got.String() != want.String() {
-		t.Errorf("readmeDatabase printed\n%s\nits comment (and the README) says\n%s", got.String(), want.String())
+	if got != want.String() {
+		t.Errorf("%s printed\n%s\nits comment (and the README) says\n%s", fn, got, want.String())
 	}
 }
 
@@ -265,23 +272,7 @@ func TestREADMELease(t *testing.T) {
 	db := leaseDB(t, pgtest.DSN(t), "public", snowflake.Twitter, node{1, 1})
 	var got strings.Builder
 	readmeLease(ctx, db, &got)
-	src, err := os.ReadFile("db_test.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, after, _ := strings.Cut(string(src), "func readmeLease(")
-	_, prints, ok := strings.Cut(after, "\t// Prints:\n")
-	prints, _, _ = strings.Cut(prints, "\n}\n")
-	if !ok || prints == "" {
-		t.Fatal("readmeLease has no // Prints: comment")
-	}
-	var want strings.Builder
-	for _, l := range strings.Split(prints, "\n") {
-		want.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "\t//"), " ") + "\n")
-	}
-	if got.String() != want.String() {
-		t.Errorf("readmeLease printed\n%s\nits comment (and the README) says\n%s", got.String(), want.String())
-	}
+	checkPrints(t, "readmeLease", got.String())
 	var live int
 	if err := db.QueryRow(`SELECT count(*) FROM public.snowflake_lease WHERE holder = 'orders-api' AND expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
 		t.Errorf("%d live leases of orders-api after the example (%v); want 0", live, err)

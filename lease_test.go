@@ -144,8 +144,7 @@ func TestLeaseNoLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range files[:2] {
-		up, _, _ := strings.Cut(strings.SplitN(string(f.SQL), "-- +goose Up\n", 2)[1], "-- +goose Down\n")
-		if _, err := db.Exec(strings.NewReplacer("-- +goose StatementBegin\n", "", "-- +goose StatementEnd\n", "").Replace(up)); err != nil {
+		if _, err := db.Exec(f.Up()); err != nil {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
 	}

@@ -125,6 +125,15 @@ type File struct {
 	SQL     []byte
 }
 
+// Up returns the file's Up section as plain SQL, without goose's
+// annotations: what goose runs for it, in one transaction, for psql or a
+// test to run without goose.
+func (f File) Up() string {
+	_, up, _ := strings.Cut(string(f.SQL), "-- +goose Up\n")
+	up, _, _ = strings.Cut(up, "-- +goose Down\n")
+	return strings.NewReplacer("-- +goose StatementBegin\n", "", "-- +goose StatementEnd\n", "").Replace(up)
+}
+
 // Migrations renders sfgen's release line as goose migrations, one file a
 // release: 00001_sfgen_snowflake.sql installs release 1, and each later
 // file upgrades the one before. Applied in order (by goose, or by
