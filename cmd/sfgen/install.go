@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
@@ -14,6 +15,7 @@ import (
 
 const installHelp = `
 sfgen install [--dsn URL] [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
+              [--native --native-dir DIR | --native=false]
 
 Applies sfgen's release line of goose migrations to a database, over pgx,
 and prints what it applied: a new schema gets every release in turn, one
@@ -43,8 +45,23 @@ belongs to another role, holds sfgen for another layout, or is at a newer
 release. Connect as the role that owns sfgen's objects (the one that
 installed them) to upgrade.
 
+The native generator (--native): where the server loads C extensions,
+snowflake_next_id() can be C code on the SQL generator's state, with
+every guarantee of it and about bigserial's cost (docs/native.md). --native
+builds it (PGXS: pg_config, the server's headers, make and a C compiler,
+on the database server's machine) into DIR/sfgen-<layout>/ (DIR absolute,
+kept: the database loads the library from there) and switches the
+schema's snowflake_next_id() to it, keeping its OID, so column defaults
+follow; it needs a superuser. When it is not available it says why and
+the SQL generator stays. --native=false switches back to the SQL
+generator. Without the flag, install keeps the generator the schema has:
+an upgrade that replaces snowflake_next_id() re-installs the native one
+from the library it used.
+
 Examples:
   sfgen install --dsn postgres://app@localhost:5432/app --datacenter 0 --machine 1
+  sfgen install --dsn postgres://postgres@localhost/app --native --native-dir /usr/local/lib/sfgen
+  sfgen install --dsn postgres://postgres@localhost/app --native=false
   DATABASE_URL=postgres://app@localhost/app sfgen install --schema ids --datacenter 1
   sfgen install --dsn postgres://app@localhost/app --schema discord --layout discord
 `
@@ -56,15 +73,37 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
+	nativeFlag := c.fs.Bool("native", false, "switch snowflake_next_id() to the native (C) generator; =false switches back to SQL")
+	nativeDir := c.fs.String("native-dir", "", "with --native: build and keep the library under `DIR` (absolute, on the server's machine)")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
 	o := sf.options()
+	want := generatorKeep
+	if c.isSet("native") {
+		want = generatorSQL
+		if *nativeFlag {
+			want = generatorNative
+		}
+	}
+	switch {
+	case want == generatorNative && *nativeDir == "":
+		return c.usageError("--native needs --native-dir DIR: an absolute directory on the database server's machine, readable by its OS user, where the library is built and kept (the database loads it from there)")
+	case want == generatorNative && !filepath.IsAbs(*nativeDir):
+		return c.usageError("--native-dir %q is not absolute: the database server loads the library by its full path", *nativeDir)
+	case want != generatorNative && *nativeDir != "":
+		return c.usageError("--native-dir goes with --native")
+	}
 	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
 	if !ok {
 		return code
 	}
 	defer db.Close()
+	gen, code, ok := c.prepareGenerator(ctx, dsn, o, want, *nativeDir)
+	if !ok {
+		return code
+	}
+	defer gen.close()
 	if sf.node.given() {
 		if code, ok := c.nodeKept(ctx, db, dsn, o.Schema, sf.node); !ok {
 			return code
@@ -85,15 +124,14 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if len(res.Applied) == 0 {
 		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen release %d\n", res.Schema, res.Version)
-		c.sayNode(ctx, db, res.Schema)
-		return exitOK
+	} else {
+		for _, name := range res.Applied {
+			fmt.Fprintf(stdout, "applied %s\n", name)
+		}
+		fmt.Fprintf(stdout, "schema %s is at sfgen release %d\n", res.Schema, res.Version)
 	}
-	for _, name := range res.Applied {
-		fmt.Fprintf(stdout, "applied %s\n", name)
-	}
-	fmt.Fprintf(stdout, "schema %s is at sfgen release %d\n", res.Schema, res.Version)
 	c.sayNode(ctx, db, res.Schema)
-	return exitOK
+	return c.finishGenerator(ctx, gen, res.Schema, dsn)
 }
 
 // sayNode warns on stderr when schema has no node after an install, and

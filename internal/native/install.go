@@ -196,6 +196,24 @@ func libraryLayout(ctx context.Context, tx pgx.Tx, d sqlData) (string, error) {
 	return layout, nil
 }
 
+// InstalledLibrary returns the path of the library schema's snowflake_next_id()
+// is made by when it is the native generator, and "" when it is not (the
+// SQL one, or none).
+func InstalledLibrary(ctx context.Context, conn *pgx.Conn, schema string) (string, error) {
+	if err := pgident.ValidateSchema(schema); err != nil {
+		return "", err
+	}
+	q, err := renderSQL("library", newSQLData(schema, FunctionName, "", install.Installed{}))
+	if err != nil {
+		return "", err
+	}
+	var lib string
+	if err := conn.QueryRow(ctx, q).Scan(&lib); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("native: read %s.snowflake_next_id(): %w", schema, err)
+	}
+	return lib, nil
+}
+
 // Uninstall puts the SQL snowflake_next_id() back in schema, when the
 // native one replaced it, by running the plain install script of the
 // schema's release and layout again (which keeps the node and the state), as the

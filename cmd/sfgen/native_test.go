@@ -1,0 +1,221 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/native"
+	"github.com/sfgen/sfgen/internal/pgcluster"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// nativeHere skips unless the native generator can be built here and the
+// test server can load a file of this machine's; under CI=true a missing
+// toolchain fails instead (CI's first run has it).
+func nativeHere(t *testing.T) {
+	t.Helper()
+	if pgtest.External() {
+		if _, err := pgcluster.FindBinDir(""); err != nil {
+			t.Skipf("the native generator is loaded by the server from this machine's files, and $%s's server has no binaries here: %v", pgtest.EnvVar, err)
+		}
+	}
+	if _, err := native.FindPGConfig(); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no pg_config to build the native generator: %v", err)
+		}
+		t.Skipf("no pg_config to build the native generator: %v", err)
+	}
+}
+
+// serverReadableDir returns a new directory that the server's OS user can
+// read (t.TempDir's parent is not), removed at the end of the test.
+func serverReadableDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "sfgen-native-cmd-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// generatorLanguage returns the language of public.snowflake_next_id().
+func generatorLanguage(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var lang string
+	if err := db.QueryRow(`SELECT l.lanname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+		WHERE p.oid = 'public.snowflake_next_id()'::pg_catalog.regprocedure`).Scan(&lang); err != nil {
+		t.Fatal(err)
+	}
+	return lang
+}
+
+// TestInstallNative: install --native switches snowflake_next_id() to C,
+// whose IDs carry the node and pass verify; install again keeps it;
+// --native=false puts the SQL generator back; and an upgrade from release
+// 2, whose migration replaces snowflake_next_id(), installs the native one
+// again from the library it used.
+func TestInstallNative(t *testing.T) {
+	nativeHere(t)
+	dsn := pgtest.DSN(t)
+	dir := serverReadableDir(t)
+	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--datacenter", "3", "--machine", "4", "--native", "--native-dir", dir)
+	if code != 0 || !strings.Contains(out, "snowflake_next_id() is the native generator ("+dir+"/sfgen-") {
+		t.Fatalf("install --native = %d, %q, %q", code, out, errOut)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if lang := generatorLanguage(t, db); lang != "c" {
+		t.Fatalf("after install --native, snowflake_next_id() is %s", lang)
+	}
+	var id int64
+	if err := db.QueryRow(`SELECT public.snowflake_next_id()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := snowflake.Decompose(snowflake.ID(id)); err != nil || p.Datacenter != 3 || p.Machine != 4 {
+		t.Errorf("native ID %d = %+v, %v; want node 3/4", id, p, err)
+	}
+	if code, out, _ := sfgen(t, "verify", "--dsn", dsn, "--count", "2000"); code != 0 {
+		t.Errorf("verify on the native generator = %d\n%s", code, out)
+	}
+	if code, out, _ := sfgen(t, "install", "--dsn", dsn); code != 0 || generatorLanguage(t, db) != "c" {
+		t.Errorf("install again without --native = %d, %q; the native generator should stay", code, out)
+	}
+	code, out, errOut = sfgen(t, "install", "--dsn", dsn, "--native=false")
+	if code != 0 || !strings.Contains(out, "snowflake_next_id() is the SQL generator again") || generatorLanguage(t, db) != "sql" {
+		t.Fatalf("install --native=false = %d, %q, %q", code, out, errOut)
+	}
+	if err := db.QueryRow(`SELECT public.snowflake_next_id()`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := snowflake.Decompose(snowflake.ID(id)); p.Datacenter != 3 || p.Machine != 4 {
+		t.Errorf("SQL ID after switching back %d = %+v; want node 3/4", id, p)
+	}
+}
+
+// TestInstallNativeAcrossUpgrade: a schema at release 2 with the native
+// generator, upgraded by install (whose release 3 migration replaces
+// snowflake_next_id() by the SQL one), gets the native one again, from
+// the same library.
+func TestInstallNativeAcrossUpgrade(t *testing.T) {
+	nativeHere(t)
+	dsn := pgtest.DSN(t)
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	files, err := sqlgen.Migrations(sqlgen.Options{Datacenter: 1, Machine: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files[:2] {
+		if _, err := db.Exec(f.Up()); err != nil {
+			t.Fatalf("%s: %v", f.Name, err)
+		}
+	}
+	dir := serverReadableDir(t)
+	lib, err := native.Build(context.Background(), dir, snowflake.Twitter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if err := native.Install(context.Background(), conn, "public", lib); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sfgen(t, "install", "--dsn", dsn)
+	if code != 0 || !strings.Contains(out, "applied 00003_sfgen_release_3.sql") ||
+		!strings.Contains(out, "snowflake_next_id() is the native generator again ("+lib+")") {
+		t.Fatalf("install over release 2 with the native generator = %d, %q, %q", code, out, errOut)
+	}
+	if lang := generatorLanguage(t, db); lang != "c" {
+		t.Errorf("after the upgrade, snowflake_next_id() is %s; want c", lang)
+	}
+}
+
+// TestInstallNativeRefusals: --native needs an absolute --native-dir
+// (exit 2); a role that is not a superuser is told the native generator
+// is not available to it (exit 1), and nothing is installed.
+func TestInstallNativeRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--native"}, "--native needs --native-dir DIR"},
+		{[]string{"--native", "--native-dir", "lib"}, `--native-dir "lib" is not absolute`},
+		{[]string{"--native-dir", "/tmp/x"}, "--native-dir goes with --native"},
+		{[]string{"--native=false", "--native-dir", "/tmp/x"}, "--native-dir goes with --native"},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"install", "--dsn", "postgres://x@localhost/x"}, tc.args...)...)
+		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+			t.Errorf("install %v = %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+		}
+	}
+	dsn := pgtest.DSN(t)
+	_, roleDSN := pgtest.LoginRole(t, dsn, "nosuper", "")
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`GRANT CREATE ON DATABASE ` + pgxIdent(t, db) + ` TO PUBLIC`); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sfgen(t, "install", "--dsn", roleDSN, "--schema", "ids", "--native", "--native-dir", t.TempDir())
+	if code != 1 || out != "" || !strings.Contains(errOut, "creating a C function takes a superuser; nothing was changed") {
+		t.Errorf("install --native as a non-superuser = %d, %q, %q", code, out, errOut)
+	}
+	var exists bool
+	if err := db.QueryRow(`SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'ids')`).Scan(&exists); err != nil || exists {
+		t.Errorf("schema ids exists after the refused install: %v %v", exists, err)
+	}
+}
+
+// pgxIdent returns the current database's name, quoted.
+func pgxIdent(t *testing.T, db *sql.DB) string {
+	t.Helper()
+	var q string
+	if err := db.QueryRow(`SELECT pg_catalog.quote_ident(pg_catalog.current_database())`).Scan(&q); err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// TestInstallNativeUnloadable: a --native-dir the server cannot read is
+// found out before anything changes (exit 1, no install).
+func TestInstallNativeUnloadable(t *testing.T) {
+	nativeHere(t)
+	dsn := pgtest.DSN(t)
+	dir := t.TempDir() // under a directory only this process's user can enter
+	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--native", "--native-dir", dir)
+	if code != 1 || out != "" || !strings.Contains(errOut, "the database server cannot load") || !strings.Contains(errOut, "nothing was changed") {
+		t.Fatalf("install --native into an unreadable directory = %d, %q, %q", code, out, errOut)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var exists bool
+	if err := db.QueryRow(`SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = 'ids')`).Scan(&exists); err != nil || exists {
+		t.Errorf("schema ids exists after the refused install: %v %v", exists, err)
+	}
+}
+
