@@ -218,4 +218,3 @@ func TestInstallNativeUnloadable(t *testing.T) {
 		t.Errorf("schema ids exists after the refused install: %v %v", exists, err)
 	}
 }
-
