@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
@@ -42,6 +44,14 @@ snowflake_next_id() must be installed in NAME (see 'sfgen install'), for
 tables are made in NAME and dropped at the end. Progress goes to stderr,
 the report to stdout.
 
+--native adds a third variant, the native (C) generator, as
+snowflake_next_id_native() beside the SQL snowflake_next_id() on the same
+state: without --dsn sfgen builds and installs it in the throwaway
+PostgreSQL (it needs pg_config, the server's headers, make and a C
+compiler); with --dsn it must be there (internal/native's
+InstallSideBySide). Rounds and statements then cycle through every order of
+the three.
+
 Examples:
   sfgen bench
   sfgen bench --clients 1 --duration 10s
@@ -49,6 +59,7 @@ Examples:
   sfgen bench --dsn postgres://app@localhost/app --schema ids --json
   sfgen bench --layout discord --clients 4
   sfgen bench --duration 2s --statement-rows 1000000 --statement-runs 9
+  sfgen bench --native --duration 20s --statement-runs 12
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -65,6 +76,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	statementRows := c.intVar("statement-rows", "rows `N` of the one-statement INSERT ... SELECT; 0 skips it", bench.DefaultStatementRows, 0, bench.MaxStatementRows)
 	statementRuns := c.intVar("statement-runs", "runs `N` of the one-statement INSERT ... SELECT per variant", bench.DefaultStatementRuns, 1, bench.MaxStatementRuns)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
+	withNative := c.fs.Bool("native", false, "also measure the native generator, snowflake_next_id_native() (built and installed beside the SQL one in the throwaway PostgreSQL; with --dsn it must be there)")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -77,6 +89,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		StatementRows: statementRows.Int(),
 		StatementRuns: statementRuns.Int(),
 		Progress:      prefixWriter{stderr, "sfgen bench: "},
+		Native:        *withNative,
 	}
 	if statementRows.Int() == 0 {
 		cfg.StatementRows = -1
@@ -85,7 +98,25 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.usageError("%v", err)
 	}
 
-	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, createWalinspect)
+	prepare := createWalinspect
+	var nativeDir string
+	if *withNative {
+		// In the throwaway PostgreSQL: build the native generator and
+		// install it beside the SQL one.
+		dir, err := os.MkdirTemp("", "sfgen-bench-native-")
+		if err != nil {
+			return c.fail("%v", err)
+		}
+		nativeDir = dir
+		defer os.RemoveAll(nativeDir)
+		prepare = func(ctx context.Context, dsn, schema string) error {
+			if err := createWalinspect(ctx, dsn, schema); err != nil {
+				return err
+			}
+			return installNativeBeside(ctx, dsn, schema, lf.layout, nativeDir)
+		}
+	}
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, prepare)
 	if !ok {
 		return code
 	}
@@ -165,4 +196,23 @@ func (c *cli) checkLayout(ctx context.Context, dsn, schema string, l snowflake.L
 		return c.fail("schema %s was generated for layout %s, not --layout %s", schema, describeLayout(in.Layout), describeLayout(l)), false
 	}
 	return exitOK, true
+}
+
+// installNativeBeside builds the native generator for layout l in dir
+// (made readable by the server's OS user) and installs it as
+// snowflake_next_id_native() in schema, beside the SQL one.
+func installNativeBeside(ctx context.Context, dsn, schema string, l snowflake.Layout, dir string) error {
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	lib, err := native.Build(ctx, dir, l)
+	if err != nil {
+		return err
+	}
+	conn, err := connect.Connect(ctx, dsn)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return native.InstallSideBySide(ctx, conn, schema, lib)
 }

@@ -24,6 +24,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -39,6 +40,10 @@ import (
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
+
+// ErrNoNative is returned by Run with Config.Native when the schema has no
+// snowflake_next_id_native().
+var ErrNoNative = errors.New("no native generator beside the SQL one")
 
 // The defaults of Config's zero fields, and the limits Normalize checks.
 const (
@@ -80,12 +85,16 @@ type Config struct {
 	// StatementRuns is how many times each variant's statement runs,
 	// alternating with the other's; 0 means DefaultStatementRuns.
 	StatementRuns int
-	Progress      io.Writer // progress lines; nil means none
+	// Native adds a third variant: Schema's snowflake_next_id_native(),
+	// the native generator installed beside the SQL one
+	// (native.InstallSideBySide), on the same state.
+	Native   bool
+	Progress io.Writer // progress lines; nil means none
 }
 
 // A Variant is one side of the comparison.
 type Variant struct {
-	Name      string    `json:"name"`      // bigserial or snowflake_next_id
+	Name      string    `json:"name"`      // bigserial, snowflake_next_id or snowflake_next_id_native
 	Rows      int64     `json:"rows"`      // rows inserted in the measured rounds
 	Seconds   float64   `json:"seconds"`   // measured time
 	TPS       float64   `json:"tps"`       // Rows / Seconds
@@ -126,6 +135,11 @@ type Result struct {
 	Lag         Lag       `json:"lag"`
 	// Statement is the one-statement measurement; nil when skipped.
 	Statement *Statement `json:"statement,omitempty"`
+	// With Config.Native: the native generator's variant, its ratio to
+	// bigserial, and the ratios round by round.
+	Native            *Variant  `json:"snowflake_next_id_native,omitempty"`
+	NativeRatio       float64   `json:"native_ratio,omitempty"`
+	NativeRoundRatios []float64 `json:"native_round_ratios,omitempty"`
 }
 
 // Statement is what one INSERT ... SELECT of Rows rows into a fresh table
@@ -141,6 +155,47 @@ type Statement struct {
 	BigserialMedianUs float64 `json:"bigserial_median_us"`
 	SnowflakeMedianUs float64 `json:"snowflake_next_id_median_us"`
 	ExtraMedianUs     float64 `json:"extra_median_us"`
+	// With Config.Native: the native generator's runs, their median, and
+	// the median of each run's difference from bigserial's.
+	NativeUs            []float64 `json:"snowflake_next_id_native_us_per_row,omitempty"`
+	NativeMedianUs      float64   `json:"snowflake_next_id_native_median_us,omitempty"`
+	NativeExtraMedianUs float64   `json:"native_extra_median_us,omitempty"`
+}
+
+// The variants, in the order of Run's slices: bigserial, the SQL
+// generator, and with Config.Native the native one.
+const (
+	variantBigserial = iota
+	variantSQL
+	variantNative
+)
+
+// idDefault is a variant's id column, in schema (quoted).
+func idDefault(v int, schema string) string {
+	switch v {
+	case variantSQL:
+		return "id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id()"
+	case variantNative:
+		return "id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id_native()"
+	}
+	return "id bigserial PRIMARY KEY"
+}
+
+// orders returns the order the n variants run in, round after round: every
+// permutation in turn, so that each variant runs first, last and between
+// the others equally often.
+func orders(n int) [][]int {
+	if n == 1 {
+		return [][]int{{0}}
+	}
+	var out [][]int
+	for _, rest := range orders(n - 1) {
+		for i := 0; i < n; i++ {
+			p := append(append(append([]int{}, rest[:i]...), n-1), rest[i:]...)
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Normalize fills in the defaults of c's zero fields and checks the
@@ -235,7 +290,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first): %w", cfg.Schema, err)
 	}
 
-	tables, drop, err := createScratchTables(ctx, pool, schema)
+	n := 2
+	if cfg.Native {
+		n = 3
+		var ok bool
+		if err := pool.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", schema+".snowflake_next_id_native()").Scan(&ok); err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("no %s.snowflake_next_id_native(): install the native generator beside the SQL one first (without a database, sfgen bench --native does it in its throwaway PostgreSQL): %w", cfg.Schema, ErrNoNative)
+		}
+		res.Native = &Variant{Name: "snowflake_next_id_native", SeqWALPerID: -1}
+	}
+	tables, drop, err := createScratchTables(ctx, pool, schema, n)
 	defer drop()
 	if err != nil {
 		return nil, err
@@ -249,16 +316,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer conns[i].Release()
 	}
-	variants := [2]*Variant{&res.Bigserial, &res.Snowflake}
-	inserts := [2]string{
-		"INSERT INTO " + tables[0] + " (client) VALUES ($1)",
-		"INSERT INTO " + tables[1] + " (client) VALUES ($1)",
+	variants := []*Variant{&res.Bigserial, &res.Snowflake}
+	if res.Native != nil {
+		variants = append(variants, res.Native)
+	}
+	var inserts []string
+	for _, t := range tables {
+		inserts = append(inserts, "INSERT INTO "+t+" (client) VALUES ($1)")
 	}
 
-	// Warm up both: connections, prepared statements, caches.
+	// Warm up each: connections, prepared statements, caches.
 	warm := min(time.Second, cfg.Duration/20)
 	fmt.Fprintf(progress, "warming up %v per variant\n", warm)
-	for v := range 2 {
+	for v := range variants {
 		if _, err := insertFor(ctx, conns, inserts[v], warm); err != nil {
 			return nil, err
 		}
@@ -280,13 +350,19 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	for i := range res.Bigserial.RoundTPS {
 		res.RoundRatios = append(res.RoundRatios, res.Snowflake.RoundTPS[i]/res.Bigserial.RoundTPS[i])
 	}
+	if res.Native != nil {
+		res.NativeRatio = res.Native.TPS / res.Bigserial.TPS
+		for i := range res.Bigserial.RoundTPS {
+			res.NativeRoundRatios = append(res.NativeRoundRatios, res.Native.RoundTPS[i]/res.Bigserial.RoundTPS[i])
+		}
+	}
 
 	fmt.Fprintf(progress, "measuring the lag\n")
 	if res.Lag, err = measureLag(ctx, pool, schema, tables[1]); err != nil {
 		return nil, err
 	}
 	if cfg.StatementRows > 0 {
-		if res.Statement, err = runStatements(ctx, pool, schema, cfg, progress); err != nil {
+		if res.Statement, err = runStatements(ctx, pool, schema, cfg, n, progress); err != nil {
 			return nil, err
 		}
 	}
@@ -294,40 +370,45 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 }
 
 // runStatements measures one INSERT ... SELECT of cfg.StatementRows rows
-// per variant into a fresh table of its shape, cfg.StatementRuns times,
-// alternating which goes first; each table is dropped after its run.
-func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Config, progress io.Writer) (*Statement, error) {
+// per variant (n of them) into a fresh table of its shape,
+// cfg.StatementRuns times, in the orders rounds use; each table is dropped
+// after its run.
+func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Config, n int, progress io.Writer) (*Statement, error) {
 	st := &Statement{Rows: cfg.StatementRows, Runs: cfg.StatementRuns}
-	per := [2]*[]float64{&st.BigserialUs, &st.SnowflakeUs}
-	names := [2]string{"bigserial", "snowflake_next_id"}
+	per := []*[]float64{&st.BigserialUs, &st.SnowflakeUs, &st.NativeUs}[:n]
+	names := []string{"bigserial", "snowflake_next_id", "snowflake_next_id_native"}
+	perm := orders(n)
 	for r := range cfg.StatementRuns {
-		order := [2]int{0, 1}
-		if r%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		for _, v := range order {
-			us, err := oneStatement(ctx, pool, schema, v == 1, cfg.StatementRows)
+		for _, v := range perm[r%len(perm)] {
+			us, err := oneStatement(ctx, pool, schema, v, cfg.StatementRows)
 			if err != nil {
 				return nil, err
 			}
 			*per[v] = append(*per[v], us)
-			fmt.Fprintf(progress, "statement %d/%d %-17s %7.3f us/row\n", r+1, cfg.StatementRuns, names[v], us)
+			fmt.Fprintf(progress, "statement %d/%d %-24s %7.3f us/row\n", r+1, cfg.StatementRuns, names[v], us)
 		}
 	}
-	diffs := make([]float64, len(st.BigserialUs))
-	for i := range diffs {
-		diffs[i] = st.SnowflakeUs[i] - st.BigserialUs[i]
+	extra := func(us []float64) float64 {
+		diffs := make([]float64, len(us))
+		for i := range diffs {
+			diffs[i] = us[i] - st.BigserialUs[i]
+		}
+		return quantile(diffs, 0.5)
 	}
 	st.BigserialMedianUs = quantile(st.BigserialUs, 0.5)
 	st.SnowflakeMedianUs = quantile(st.SnowflakeUs, 0.5)
-	st.ExtraMedianUs = quantile(diffs, 0.5)
+	st.ExtraMedianUs = extra(st.SnowflakeUs)
+	if n > variantNative {
+		st.NativeMedianUs = quantile(st.NativeUs, 0.5)
+		st.NativeExtraMedianUs = extra(st.NativeUs)
+	}
 	return st, nil
 }
 
-// oneStatement creates a fresh scratch table (bigserial's shape, or
-// snowflake_next_id()'s), inserts rows into it in one statement, drops
-// it, and returns the statement's microseconds per row.
-func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, snowflake bool, rows int) (float64, error) {
+// oneStatement creates a fresh scratch table of variant v's shape,
+// inserts rows into it in one statement, drops it, and returns the
+// statement's microseconds per row.
+func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v, rows int) (float64, error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	table := schema + "." + pgident.Quote("sfgen_bench_stmt_"+hex.EncodeToString(suffix))
@@ -336,7 +417,7 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, snowfl
 		defer cancel()
 		pool.Exec(cctx, "DROP TABLE IF EXISTS "+table)
 	}()
-	if _, err := pool.Exec(ctx, scratchTable(table, schema, snowflake)); err != nil {
+	if _, err := pool.Exec(ctx, scratchTable(table, schema, v)); err != nil {
 		return 0, fmt.Errorf("create scratch table: %w", err)
 	}
 	t0 := time.Now()
@@ -347,14 +428,10 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, snowfl
 }
 
 // scratchTable is the CREATE TABLE of a scratch table (quoted, qualified)
-// with bigserial's id or snowflake_next_id()'s from schema (quoted).
-func scratchTable(table, schema string, snowflake bool) string {
-	id := "id bigserial PRIMARY KEY"
-	if snowflake {
-		id = "id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id()"
-	}
+// with variant v's id, from schema (quoted).
+func scratchTable(table, schema string, v int) string {
 	return `CREATE TABLE ` + table + ` (
-			` + id + `,
+			` + idDefault(v, schema) + `,
 			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 			client integer NOT NULL)`
 }
@@ -380,15 +457,17 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// createScratchTables creates the two tables the variants insert into, in
+// createScratchTables creates the tables the n variants insert into, in
 // schema (quoted), under a random name, and returns their qualified names
 // and a function that drops them, to be called however Run ends (also
 // when the creation failed halfway).
-func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string) (tables [2]string, drop func(), err error) {
+func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string, n int) (tables []string, drop func(), err error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
-	tables = [2]string{schema + "." + pgident.Quote(base+"_bigserial"), schema + "." + pgident.Quote(base+"_snowflake")}
+	for _, name := range []string{"_bigserial", "_snowflake", "_native"}[:n] {
+		tables = append(tables, schema+"."+pgident.Quote(base+name))
+	}
 	drop = func() {
 		// The caller's context may be what ended the run.
 		cctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -398,24 +477,22 @@ func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string)
 		}
 	}
 	for i, t := range tables {
-		if _, err := pool.Exec(ctx, scratchTable(t, schema, i == 1)); err != nil {
+		if _, err := pool.Exec(ctx, scratchTable(t, schema, i)); err != nil {
 			return tables, drop, fmt.Errorf("create scratch table: %w", err)
 		}
 	}
 	return tables, drop, nil
 }
 
-// runRounds runs cfg.Rounds rounds of both variants, alternating which goes
-// first, adds each round's rows, time and WAL to its variant, and returns
-// each variant's rounds as WAL start and end positions.
-func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, inserts [2]string, variants [2]*Variant, cfg Config, progress io.Writer) (spans [2][][2]string, err error) {
+// runRounds runs cfg.Rounds rounds of every variant, in the orders of
+// orders(), adds each round's rows, time and WAL to its variant, and
+// returns each variant's rounds as WAL start and end positions.
+func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, inserts []string, variants []*Variant, cfg Config, progress io.Writer) (spans [][][2]string, err error) {
 	round := cfg.Duration / time.Duration(cfg.Rounds)
+	spans = make([][][2]string, len(variants))
+	perm := orders(len(variants))
 	for r := range cfg.Rounds {
-		order := [2]int{0, 1}
-		if r%2 == 1 {
-			order = [2]int{1, 0}
-		}
-		for _, v := range order {
+		for _, v := range perm[r%len(perm)] {
 			start, err := walLSN(ctx, pool)
 			if err != nil {
 				return spans, err
@@ -440,7 +517,7 @@ func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, i
 			vr.WALBytes += wal
 			vr.RoundTPS = append(vr.RoundTPS, float64(n)/el)
 			spans[v] = append(spans[v], [2]string{start, end})
-			fmt.Fprintf(progress, "round %d/%d %-17s %9.0f tps  %6.1f B WAL/row\n", r+1, cfg.Rounds, vr.Name, float64(n)/el, float64(wal)/float64(n))
+			fmt.Fprintf(progress, "round %d/%d %-24s %9.0f tps  %6.1f B WAL/row\n", r+1, cfg.Rounds, vr.Name, float64(n)/el, float64(wal)/float64(n))
 		}
 	}
 	return spans, nil
@@ -520,12 +597,15 @@ func walinspectSchema(ctx context.Context, pool *pgxpool.Pool) string {
 // sequenceWALs sets each variant's SeqWALPerID from the bytes of WAL
 // records of the Sequence resource manager (nextval, setval) in its rounds,
 // read with pg_walinspect from its (quoted) schema walinspect.
-func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, variants [2]*Variant, spans [2][][2]string) error {
+func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, variants []*Variant, spans [][][2]string) error {
 	// pg_walinspect reads only flushed WAL; with synchronous_commit=off the
 	// WAL writer flushes within wal_writer_delay. Wait for it.
-	last, err := laterLSN(spans[0][len(spans[0])-1][1], spans[1][len(spans[1])-1][1])
-	if err != nil {
-		return err
+	last := spans[0][len(spans[0])-1][1]
+	for _, sp := range spans[1:] {
+		var err error
+		if last, err = laterLSN(last, sp[len(sp)-1][1]); err != nil {
+			return err
+		}
 	}
 	for i := 0; ; i++ {
 		var flushed bool

@@ -12,13 +12,19 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "single-row INSERTs, %d clients, %d rounds of %.1fs per variant (alternating), synchronous_commit=%s, PostgreSQL %s, node %d/%d\n",
 		r.Clients, r.Rounds, r.RoundSeconds, r.SynchronousCommit, r.ServerVersion, r.Node[0], r.Node[1])
-	fmt.Fprintf(&b, "%-19s %10s %10s %11s %12s  %s\n", "id default", "rows", "tps", "WAL/row", "seq WAL/ID", "round tps min/median/max")
-	for _, v := range []Variant{r.Bigserial, r.Snowflake} {
+	width := 19
+	variants := []Variant{r.Bigserial, r.Snowflake}
+	if r.Native != nil {
+		width = 24
+		variants = append(variants, *r.Native)
+	}
+	fmt.Fprintf(&b, "%-*s %10s %10s %11s %12s  %s\n", width, "id default", "rows", "tps", "WAL/row", "seq WAL/ID", "round tps min/median/max")
+	for _, v := range variants {
 		seq := "n/a"
 		if v.SeqWALPerID >= 0 {
 			seq = fmt.Sprintf("%.1f B", v.SeqWALPerID)
 		}
-		fmt.Fprintf(&b, "%-19s %10d %10.0f %9.1f B %12s  %.0f/%.0f/%.0f\n", v.Name, v.Rows, v.TPS, v.WALPerRow, seq,
+		fmt.Fprintf(&b, "%-*s %10d %10.0f %9.1f B %12s  %.0f/%.0f/%.0f\n", width, v.Name, v.Rows, v.TPS, v.WALPerRow, seq,
 			quantile(v.RoundTPS, 0), quantile(v.RoundTPS, 0.5), quantile(v.RoundTPS, 1))
 	}
 	fmt.Fprintf(&b, "ratio snowflake_next_id/bigserial: %.3f", r.Ratio)
@@ -27,12 +33,23 @@ func (r *Result) WriteText(w io.Writer) error {
 			quantile(r.RoundRatios, 0.5), quantile(r.RoundRatios, 0.1), quantile(r.RoundRatios, 0.9))
 	}
 	b.WriteString("\n")
+	if r.Native != nil {
+		fmt.Fprintf(&b, "ratio snowflake_next_id_native/bigserial: %.3f", r.NativeRatio)
+		if len(r.NativeRoundRatios) > 1 {
+			fmt.Fprintf(&b, " (round by round: median %.3f, 10th-90th percentile %.3f-%.3f)",
+				quantile(r.NativeRoundRatios, 0.5), quantile(r.NativeRoundRatios, 0.1), quantile(r.NativeRoundRatios, 0.9))
+		}
+		b.WriteString("\n")
+	}
 	fmt.Fprintf(&b, "WAL per ID over bigserial: %+.1f B/row\n", r.Snowflake.WALPerRow-r.Bigserial.WALPerRow)
 	fmt.Fprintf(&b, "lag of the ID's time behind the row's clock_timestamp(): p50 %.2f ms, p99 %.2f ms, max %.2f ms, min %.2f ms (%d rows)\n",
 		r.Lag.P50, r.Lag.P99, r.Lag.Max, r.Lag.Min, r.Lag.Rows)
 	if st := r.Statement; st != nil {
 		fmt.Fprintf(&b, "one INSERT ... SELECT of %d rows into a fresh table, %d runs per variant (alternating), per row: bigserial %.3f us, snowflake_next_id %.3f us (medians), %+.3f us/row over bigserial (median of the runs' differences)\n",
 			st.Rows, st.Runs, st.BigserialMedianUs, st.SnowflakeMedianUs, st.ExtraMedianUs)
+		if r.Native != nil {
+			fmt.Fprintf(&b, "  and snowflake_next_id_native %.3f us (median), %+.3f us/row over bigserial\n", st.NativeMedianUs, st.NativeExtraMedianUs)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
