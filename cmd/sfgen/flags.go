@@ -380,10 +380,3 @@ func layoutArg(l snowflake.Layout) string {
 	}
 	return l.String()
 }
-
-// isSet reports whether the flag name was given on the command line.
-func (c *cli) isSet(name string) bool {
-	set := false
-	c.fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	return set
-}

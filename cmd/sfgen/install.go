@@ -80,7 +80,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	o := sf.options()
 	want := generatorKeep
-	if c.isSet("native") {
+	if c.flagSet("native") {
 		want = generatorSQL
 		if *nativeFlag {
 			want = generatorNative

@@ -74,7 +74,7 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if *dsn == "" {
 		for _, f := range []string{"schema", "lease-ttl"} {
-			if c.isSet(f) {
+			if c.flagSet(f) {
 				return c.usageError("--%s goes with --dsn, which leases the node", f)
 			}
 		}
@@ -85,7 +85,7 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		g = gen
 	} else {
 		for _, f := range []string{"datacenter", "machine", "layout"} {
-			if c.isSet(f) {
+			if c.flagSet(f) {
 				return c.usageError("--%s does not go with --dsn: the database leases the node, in its schema's layout", f)
 			}
 		}

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
@@ -154,7 +155,24 @@ type Options struct {
 	// and DefaultSkewThreshold.
 	FutureTolerance time.Duration
 	SkewThreshold   time.Duration
+
+	// Workers is how many connections Run reads a plain table through at
+	// once, each a range of its pages, all in the snapshot of one
+	// transaction, when the table has 1024 pages (8 MB) or more and Run
+	// is given a *sql.DB; 0 means DefaultWorkers, 1 one statement. An
+	// audit with a time column is one statement.
+	Workers int
 }
+
+// DefaultWorkers is Options.Workers when 0: PostgreSQL would scan with
+// parallel workers itself, were it not for its estimate of one group per
+// row for the decoded node key.
+const DefaultWorkers = 2
+
+// minChunkPages is the size, in pages, from which Run reads a table in
+// chunks (8 MB with 8 kB pages): below it one statement is as quick.
+// Tests lower it.
+var minChunkPages int64 = 1024
 
 func (o Options) withDefaults() Options {
 	if o.Schema == "" {
@@ -262,7 +280,14 @@ func (r *Report) Clean() bool { return r.Future == 0 && r.Invalid == 0 }
 // cumulative count reaches 50% and 99%, and report the largest |skew| in
 // it: percentile_disc to within 0.1%. (percentile_cont, an ordered-set
 // aggregate, would sort every row: 4 to 5 times slower on 3M rows.)
-func Query(o Options) string {
+func Query(o Options) string { return buildQuery(o, false) }
+
+// chunkQuery is Query over one range of the table's pages: its $2 is the
+// database's now in Unix milliseconds (the same for every chunk), and $3
+// and $4 the first tid of the range and the first after it.
+func chunkQuery(o Options) string { return buildQuery(o, true) }
+
+func buildQuery(o Options, chunk bool) string {
 	o = o.withDefaults()
 	l := o.Layout
 	op := func(s string) string { return " OPERATOR(pg_catalog." + s + ") " }
@@ -274,6 +299,11 @@ func Query(o Options) string {
 	timed := o.TimeColumn != ""
 
 	nowMs := "(SELECT pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now())" + op("*") + "1000::pg_catalog.float8)::pg_catalog.int8)"
+	where := ""
+	if chunk {
+		nowMs = "$2::pg_catalog.int8"
+		where = " WHERE r.ctid" + op(">=") + "$3::pg_catalog.tid AND r.ctid" + op("<") + "$4::pg_catalog.tid"
+	}
 	// The last ID dated at most now + tolerance: its offset from the epoch
 	// clamped to the layout's (an offset of -1 gives the ID -1: every ID is
 	// after it; the largest offset gives the largest ID: none is).
@@ -294,7 +324,7 @@ func Query(o Options) string {
 	// OFFSET 0 keeps each subquery apart: flattened, PostgreSQL would
 	// compute the skew (and the node key) once for every reference to it,
 	// and estimate one group per row.
-	fmt.Fprintf(&d, "\n  FROM (SELECT %s FROM %s.%s AS r) AS x OFFSET 0) AS d", src, pgident.Quote(o.Schema), pgident.Quote(o.Table))
+	fmt.Fprintf(&d, "\n  FROM (SELECT %s FROM %s.%s AS r%s) AS x OFFSET 0) AS d", src, pgident.Quote(o.Schema), pgident.Quote(o.Table), where)
 	from := d.String()
 	if timed {
 		from = fmt.Sprintf("(SELECT d.*, pg_catalog.abs(d.skew) AS a, pg_catalog.floor(pg_catalog.ln(1::pg_catalog.float8%spg_catalog.abs(d.skew))%s%d::pg_catalog.float8)::pg_catalog.int8 AS b\n  FROM %s OFFSET 0) AS d",
@@ -361,13 +391,18 @@ type Querier interface {
 // *NotFoundError or *ColumnTypeError when they are missing or of another
 // type), then runs Query once, with enable_sort off for the transaction so
 // that the planner, which cannot know how few nodes there are and guesses
-// one group per row, still aggregates by hash.
+// one group per row, still aggregates by hash. A large plain table, given
+// a *sql.DB, is read in o.Workers ranges of its pages at once, in one
+// snapshot, and the parts added up: PostgreSQL's own parallel scan does
+// not serve the aggregate, for the same estimate.
 func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if err := o.Check(); err != nil {
 		return nil, err
 	}
 	o = o.withDefaults()
-	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	// Repeatable read: a snapshot that chunks read through other
+	// connections can import.
+	tx, err := db.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
 		return nil, err
 	}
@@ -383,15 +418,159 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
 		return nil, err
 	}
-	r, err := scan(ctx, tx, o)
+	var r *Report
+	if pages, ok := chunkable(ctx, tx, db, o); ok {
+		r, err = scanChunks(ctx, tx, db.(conner), o, pages)
+	} else {
+		r, err = scan(ctx, tx, o, Query(o), o.FutureTolerance.Milliseconds())
+	}
 	if err != nil {
 		return nil, fmt.Errorf("audit %s.%s: %w", o.Schema, o.Table, err)
 	}
 	return r, tx.Commit()
 }
 
-func scan(ctx context.Context, tx *sql.Tx, o Options) (*Report, error) {
-	rows, err := tx.QueryContext(ctx, Query(o), o.FutureTolerance.Milliseconds())
+// A conner hands out connections of its own: *sql.DB.
+type conner interface {
+	Conn(ctx context.Context) (*sql.Conn, error)
+}
+
+// chunkable returns the table's size in pages, and whether Run should
+// read it in chunks: no time column, more than one worker, a plain table
+// of MinChunkPages or more, and a db that hands out connections.
+func chunkable(ctx context.Context, tx *sql.Tx, db Querier, o Options) (int64, bool) {
+	if _, ok := db.(conner); !ok || o.TimeColumn != "" || o.workers() < 2 {
+		return 0, false
+	}
+	var pages int64
+	var plain bool
+	err := tx.QueryRowContext(ctx, `SELECT c.relkind OPERATOR(pg_catalog.=) 'r',
+		pg_catalog.pg_relation_size(c.oid) OPERATOR(pg_catalog./) pg_catalog.current_setting('block_size')::pg_catalog.int8
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+	WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2`, o.Schema, o.Table).Scan(&plain, &pages)
+	return pages, err == nil && plain && pages >= minChunkPages
+}
+
+func (o Options) workers() int {
+	if o.Workers == 0 {
+		return DefaultWorkers
+	}
+	return o.Workers
+}
+
+// scanChunks reads the table in o.workers() ranges of its pages at once:
+// the first in tx, the others each on a connection of db's own, in a
+// transaction that imports tx's snapshot (so all see the same rows), and
+// merges what they found. Every chunk dates "future" from tx's now().
+func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int64) (*Report, error) {
+	var snapshot string
+	var nowMs int64
+	if err := tx.QueryRowContext(ctx, `SELECT pg_catalog.pg_export_snapshot(),
+		pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now()) OPERATOR(pg_catalog.*) 1000::pg_catalog.float8)::pg_catalog.int8`).Scan(&snapshot, &nowMs); err != nil {
+		return nil, err
+	}
+	n := int64(o.workers())
+	q := chunkQuery(o)
+	tol := o.FutureTolerance.Milliseconds()
+	bound := func(i int64) string {
+		if i == n {
+			return "(4294967295,65535)" // the last tid there is: past every row
+		}
+		return fmt.Sprintf("(%d,0)", i*pages/n)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	reports := make([]*Report, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := int64(1); i < n; i++ {
+		wg.Go(func() {
+			reports[i], errs[i] = scanImported(ctx, db, o, snapshot, q, tol, nowMs, bound(i), bound(i+1))
+			if errs[i] != nil {
+				cancel()
+			}
+		})
+	}
+	reports[0], errs[0] = scan(ctx, tx, o, q, tol, nowMs, bound(0), bound(1))
+	if errs[0] != nil {
+		cancel()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return merge(o, reports), nil
+}
+
+// scanImported reads one chunk on a connection of db's own, in a
+// read-only transaction with snapshot imported.
+func scanImported(ctx context.Context, db conner, o Options, snapshot, q string, args ...any) (*Report, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer conn.Close()
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	// The snapshot's name comes from the server; as a literal all the same.
+	if _, err := tx.ExecContext(ctx, "SET TRANSACTION SNAPSHOT "+pgident.QuoteLiteral(snapshot)); err != nil {
+		return nil, fmt.Errorf("share the snapshot: %w", err)
+	}
+	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
+		return nil, err
+	}
+	return scan(ctx, tx, o, q, args...)
+}
+
+// merge adds the chunks' reports up into one: counts summed, each node's
+// first and last time the earliest and latest of its chunks'.
+func merge(o Options, parts []*Report) *Report {
+	r := parts[0]
+	byNode := map[[2]int64]int{}
+	for i, nd := range r.Nodes {
+		byNode[[2]int64{nd.Datacenter, nd.Machine}] = i
+	}
+	for _, p := range parts[1:] {
+		r.Rows += p.Rows
+		r.Nulls += p.Nulls
+		r.Invalid += p.Invalid
+		r.Future += p.Future
+		if p.MinTime != nil && (r.MinTime == nil || p.MinTime.Before(*r.MinTime)) {
+			r.MinTime = p.MinTime
+		}
+		if p.MaxTime != nil && (r.MaxTime == nil || p.MaxTime.After(*r.MaxTime)) {
+			r.MaxTime = p.MaxTime
+		}
+		for _, nd := range p.Nodes {
+			k := [2]int64{nd.Datacenter, nd.Machine}
+			i, ok := byNode[k]
+			if !ok {
+				byNode[k] = len(r.Nodes)
+				r.Nodes = append(r.Nodes, nd)
+				continue
+			}
+			m := &r.Nodes[i]
+			m.Rows += nd.Rows
+			m.Future += nd.Future
+			if nd.First.Before(m.First) {
+				m.First = nd.First
+			}
+			if nd.Last.After(m.Last) {
+				m.Last = nd.Last
+			}
+		}
+	}
+	sortNodes(r.Nodes)
+	return r
+}
+
+// scan runs query, Query(o) or chunkQuery(o), with args, and reads its
+// rows into a report.
+func scan(ctx context.Context, tx *sql.Tx, o Options, query string, args ...any) (*Report, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,9 @@
+package audit
+
+// SetMinChunkPages sets the size from which Run reads a table in chunks,
+// for a test, and returns what puts it back.
+func SetMinChunkPages(n int64) (restore func()) {
+	old := minChunkPages
+	minChunkPages = n
+	return func() { minChunkPages = old }
+}
