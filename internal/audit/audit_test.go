@@ -255,20 +255,21 @@ func TestInjection(t *testing.T) {
 	}
 }
 
-// TestQueryQualified: the statement names nothing through the search_path
-// but the audited table's schema.
+// TestQueryQualified: the statement, whole or for one chunk of pages,
+// names nothing through the search_path but the audited table's schema.
 func TestQueryQualified(t *testing.T) {
 	for _, o := range []audit.Options{
 		{Table: "t", Layout: snowflake.Twitter},
 		{Schema: "My Schema", Table: `a"b`, Column: "c", TimeColumn: "ts", Layout: snowflake.Discord},
 	} {
-		q := audit.Query(o)
 		schema := o.Schema
 		if schema == "" {
 			schema = audit.DefaultSchema
 		}
-		if f := sqlcheck.Check([]byte(q), sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema)}}); len(f) > 0 {
-			t.Errorf("%s\nfindings: %v", q, f)
+		for _, q := range []string{audit.Query(o), audit.ChunkQuery(o)} {
+			if f := sqlcheck.Check([]byte(q), sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema)}}); len(f) > 0 {
+				t.Errorf("%s\nfindings: %v", q, f)
+			}
 		}
 	}
 }

@@ -7,3 +7,6 @@ func SetMinChunkPages(n int64) (restore func()) {
 	minChunkPages = n
 	return func() { minChunkPages = old }
 }
+
+// ChunkQuery is chunkQuery, for the tests that check its SQL.
+var ChunkQuery = chunkQuery
