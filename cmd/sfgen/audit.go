@@ -22,8 +22,8 @@ Checks the Snowflake IDs already stored in a table. SQL reads the table
 once and aggregates it in PostgreSQL by hash (one row per node comes back,
 never one per ID): one sequential scan, which for a plain table of 8 MB or
 more --workers connections (2 unless told) share, each a range of its
-pages, all in one snapshot; with --time-column one statement (the README
-gives the cost against a SELECT count(*)).
+pages, all in one snapshot (the README gives the cost against a SELECT
+count(*)).
 
 It reports the rows; each node found (datacenter_id, machine_id, rows,
 first and last time); the IDs dated after the database's now() plus
@@ -69,7 +69,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tolerance := c.fs.Duration("future-tolerance", audit.DefaultFutureTolerance, "an ID dated after the database's now() plus `D` is future")
 	threshold := c.fs.Duration("skew-threshold", audit.DefaultSkewThreshold, "with --time-column, count the rows whose |skew| exceeds `D`")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	workers := c.intVar("workers", "read a large table through `N` connections at once, each a range of its pages, in one snapshot (1: one statement; not with --time-column)", audit.DefaultWorkers, 1, 64)
+	workers := c.intVar("workers", "read a large table through `N` connections at once, each a range of its pages, in one snapshot (1: one statement)", audit.DefaultWorkers, 1, 64)
 	if code, done := c.parseFlags(args); done {
 		return code
 	}

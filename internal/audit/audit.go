@@ -27,6 +27,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -159,8 +160,7 @@ type Options struct {
 	// Workers is how many connections Run reads a plain table through at
 	// once, each a range of its pages, all in the snapshot of one
 	// transaction, when the table has 1024 pages (8 MB) or more and Run
-	// is given a *sql.DB; 0 means DefaultWorkers, 1 one statement. An
-	// audit with a time column is one statement.
+	// is given a *sql.DB; 0 means DefaultWorkers, 1 one statement.
 	Workers int
 }
 
@@ -284,7 +284,9 @@ func Query(o Options) string { return buildQuery(o, false) }
 
 // chunkQuery is Query over one range of the table's pages: its $2 is the
 // database's now in Unix milliseconds (the same for every chunk), and $3
-// and $4 the first tid of the range and the first after it.
+// and $4 the first tid of the range and the first after it. With a time
+// column it stops at the histogram (one row per node and skew bucket, as
+// hist reads them), which chunks add up before the percentiles.
 func chunkQuery(o Options) string { return buildQuery(o, true) }
 
 func buildQuery(o Options, chunk bool) string {
@@ -354,6 +356,9 @@ func buildQuery(o Options, chunk bool) string {
 	fmt.Fprintf(&b, "  pg_catalog.count(*) FILTER (WHERE d.v%s0 AND d.t IS NULL) AS null_times", op(">="))
 	fmt.Fprintf(&b, "\nFROM %s\nGROUP BY d.node, d.b", from)
 	h := b.String()
+	if chunk {
+		return h
+	}
 
 	// h is MATERIALIZED so that its aggregate stays a hash over the table:
 	// inlined, the planner sorts the whole table to feed c's windows in
@@ -439,7 +444,7 @@ type conner interface {
 // read it in chunks: no time column, more than one worker, a plain table
 // of MinChunkPages or more, and a db that hands out connections.
 func chunkable(ctx context.Context, tx *sql.Tx, db Querier, o Options) (int64, bool) {
-	if _, ok := db.(conner); !ok || o.TimeColumn != "" || o.workers() < 2 {
+	if _, ok := db.(conner); !ok || o.workers() < 2 {
 		return 0, false
 	}
 	var pages int64
@@ -480,49 +485,64 @@ func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// Without a time column each chunk's report, added up; with one each
+	// chunk's histogram, added up before the percentiles.
 	reports := make([]*Report, n)
+	hists := make([][]bucket, n)
 	errs := make([]error, n)
+	read := func(i int64, tx *sql.Tx) error {
+		args := []any{tol, nowMs, bound(i), bound(i + 1)}
+		var err error
+		if o.TimeColumn != "" {
+			hists[i], err = histogram(ctx, tx, q, args...)
+		} else {
+			reports[i], err = scan(ctx, tx, o, q, args...)
+		}
+		return err
+	}
 	var wg sync.WaitGroup
 	for i := int64(1); i < n; i++ {
 		wg.Go(func() {
-			reports[i], errs[i] = scanImported(ctx, db, o, snapshot, q, tol, nowMs, bound(i), bound(i+1))
+			errs[i] = inImported(ctx, db, snapshot, func(tx *sql.Tx) error { return read(i, tx) })
 			if errs[i] != nil {
 				cancel()
 			}
 		})
 	}
-	reports[0], errs[0] = scan(ctx, tx, o, q, tol, nowMs, bound(0), bound(1))
-	if errs[0] != nil {
+	if errs[0] = read(0, tx); errs[0] != nil {
 		cancel()
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
+	if o.TimeColumn != "" {
+		return build(o, finals(hists)), nil
+	}
 	return merge(o, reports), nil
 }
 
-// scanImported reads one chunk on a connection of db's own, in a
-// read-only transaction with snapshot imported.
-func scanImported(ctx context.Context, db conner, o Options, snapshot, q string, args ...any) (*Report, error) {
+// inImported runs read on a connection of db's own, in a read-only
+// transaction with snapshot imported.
+func inImported(ctx context.Context, db conner, snapshot string, read func(*sql.Tx) error) error {
 	conn, err := db.Conn(ctx)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer conn.Close()
 	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	defer tx.Rollback()
 	// The snapshot's name comes from the server; as a literal all the same.
 	if _, err := tx.ExecContext(ctx, "SET TRANSACTION SNAPSHOT "+pgident.QuoteLiteral(snapshot)); err != nil {
-		return nil, fmt.Errorf("share the snapshot: %w", err)
+		return fmt.Errorf("share the snapshot: %w", err)
 	}
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
-		return nil, err
+		return err
 	}
-	return scan(ctx, tx, o, q, args...)
+	return read(tx)
 }
 
 // merge adds the chunks' reports up into one: counts summed, each node's
@@ -575,54 +595,70 @@ func scan(ctx context.Context, tx *sql.Tx, o Options, query string, args ...any)
 		return nil, err
 	}
 	defer rows.Close()
+	var fs []final
+	for rows.Next() {
+		var f final
+		dest := []any{&f.node, &f.g, &f.rows, &f.nulls, &f.invalid, &f.future, &f.lo, &f.hi, &f.nowMs}
+		if o.TimeColumn != "" {
+			dest = append(dest, &f.p50, &f.p99, &f.smin, &f.smax, &f.amax, &f.beyond, &f.nullTimes)
+		}
+		if err := rows.Scan(dest...); err != nil {
+			return nil, err
+		}
+		fs = append(fs, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return build(o, fs), nil
+}
+
+// A final is one row of Query's result: a node's (g 0; node NULL for the
+// NULL and negative IDs) or, with a time column, the whole table's skew
+// (g 1).
+type final struct {
+	node, lo, hi               sql.NullInt64
+	g, rows, nulls, invalid    int64
+	future, nowMs              int64
+	p50, p99, smin, smax, amax sql.NullFloat64
+	beyond, nullTimes          int64
+}
+
+// build makes the report of Query's rows.
+func build(o Options, fs []final) *Report {
 	l := o.Layout
 	r := &Report{Schema: o.Schema, Table: o.Table, Column: o.Column, Layout: l.String(),
 		FutureToleranceMs: o.FutureTolerance.Milliseconds(), Nodes: []Node{}}
 	mBits := l.Bits(snowflake.FieldMachine)
 	var minID, maxID sql.NullInt64
 	var nowMs int64
-	for rows.Next() {
-		var (
-			node, lo, hi                  sql.NullInt64
-			g, n, nulls, invalid, future  int64
-			p50, p99, smin, smax, smaxabs sql.NullFloat64
-			beyond, nullTimes             int64
-		)
-		dest := []any{&node, &g, &n, &nulls, &invalid, &future, &lo, &hi, &nowMs}
-		if o.TimeColumn != "" {
-			dest = append(dest, &p50, &p99, &smin, &smax, &smaxabs, &beyond, &nullTimes)
-		}
-		if err := rows.Scan(dest...); err != nil {
-			return nil, err
-		}
+	for _, f := range fs {
+		nowMs = f.nowMs
 		var skew *Skew
 		if o.TimeColumn != "" {
-			skew = &Skew{ThresholdMs: o.SkewThreshold.Milliseconds(), P50AbsMs: p50.Float64, P99AbsMs: p99.Float64,
-				MinMs: smin.Float64, MaxMs: smax.Float64, MaxAbsMs: smaxabs.Float64, Beyond: beyond, NullTimes: nullTimes}
+			skew = &Skew{ThresholdMs: o.SkewThreshold.Milliseconds(), P50AbsMs: f.p50.Float64, P99AbsMs: f.p99.Float64,
+				MinMs: f.smin.Float64, MaxMs: f.smax.Float64, MaxAbsMs: f.amax.Float64, Beyond: f.beyond, NullTimes: f.nullTimes}
 		}
-		if g != 0 { // the whole table, with a time column: its skew
+		if f.g != 0 { // the whole table, with a time column: its skew
 			skew.Column = o.TimeColumn
 			r.Skew = skew
 			continue
 		}
-		r.Rows += n
-		r.Nulls += nulls
-		r.Invalid += invalid
-		r.Future += future
-		if !node.Valid { // the NULL and negative IDs
+		r.Rows += f.rows
+		r.Nulls += f.nulls
+		r.Invalid += f.invalid
+		r.Future += f.future
+		if !f.node.Valid { // the NULL and negative IDs
 			continue
 		}
-		if !minID.Valid || lo.Int64 < minID.Int64 {
-			minID = lo
+		if !minID.Valid || f.lo.Int64 < minID.Int64 {
+			minID = f.lo
 		}
-		if !maxID.Valid || hi.Int64 > maxID.Int64 {
-			maxID = hi
+		if !maxID.Valid || f.hi.Int64 > maxID.Int64 {
+			maxID = f.hi
 		}
-		r.Nodes = append(r.Nodes, Node{Datacenter: node.Int64 >> mBits, Machine: node.Int64 & (1<<mBits - 1), Rows: n,
-			First: idTime(l, lo.Int64), Last: idTime(l, hi.Int64), Future: future, Skew: skew})
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+		r.Nodes = append(r.Nodes, Node{Datacenter: f.node.Int64 >> mBits, Machine: f.node.Int64 & (1<<mBits - 1), Rows: f.rows,
+			First: idTime(l, f.lo.Int64), Last: idTime(l, f.hi.Int64), Future: f.future, Skew: skew})
 	}
 	r.Now = time.UnixMilli(nowMs).UTC()
 	r.FutureAfter = r.Now.Add(time.Duration(r.FutureToleranceMs) * time.Millisecond)
@@ -631,7 +667,171 @@ func scan(ctx context.Context, tx *sql.Tx, o Options, query string, args ...any)
 		r.MinTime, r.MaxTime = &lo, &hi
 	}
 	sortNodes(r.Nodes)
-	return r, nil
+	return r
+}
+
+// A bucket is one row of chunkQuery's histogram, with a time column: a
+// node's IDs in one bucket of |skew| (b NULL for those without a skew).
+type bucket struct {
+	node, b, lo, hi      sql.NullInt64
+	rows, nulls, invalid int64
+	future, nowMs, sn    int64
+	amax, smin, smax     sql.NullFloat64
+	beyond, nullTimes    int64
+}
+
+// histogram runs chunkQuery's histogram with args.
+func histogram(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]bucket, error) {
+	rows, err := tx.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []bucket
+	for rows.Next() {
+		var k bucket
+		if err := rows.Scan(&k.node, &k.b, &k.rows, &k.nulls, &k.invalid, &k.future, &k.lo, &k.hi, &k.nowMs,
+			&k.sn, &k.amax, &k.smin, &k.smax, &k.beyond, &k.nullTimes); err != nil {
+			return nil, err
+		}
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+// finals works out, from the chunks' histograms, the rows Query would
+// have returned: each node's counts and skew, and the table's skew, with
+// the percentiles as Query finds them (the largest |skew| in the first
+// bucket whose cumulative count reaches 50% and 99%).
+func finals(parts [][]bucket) []final {
+	type key struct{ node, b sql.NullInt64 }
+	merged := map[key]*bucket{}
+	var keys []key
+	for _, part := range parts {
+		for _, k := range part {
+			id := key{k.node, k.b}
+			m, ok := merged[id]
+			if !ok {
+				c := k
+				merged[id] = &c
+				keys = append(keys, id)
+				continue
+			}
+			m.rows += k.rows
+			m.nulls += k.nulls
+			m.invalid += k.invalid
+			m.future += k.future
+			m.sn += k.sn
+			m.beyond += k.beyond
+			m.nullTimes += k.nullTimes
+			m.lo = minInt(m.lo, k.lo)
+			m.hi = maxInt(m.hi, k.hi)
+			m.amax = maxFloat(m.amax, k.amax)
+			m.smin = minFloat(m.smin, k.smin)
+			m.smax = maxFloat(m.smax, k.smax)
+		}
+	}
+	// In bucket order, NULL last, as Query's windows order them.
+	sort.Slice(keys, func(i, j int) bool {
+		a, b := keys[i].b, keys[j].b
+		if a.Valid != b.Valid {
+			return a.Valid
+		}
+		return a.Int64 < b.Int64
+	})
+	// percentiles returns the 50% and 99% of groups, a run of buckets in
+	// order (peers, of equal b, one step): each step's largest |skew|.
+	percentiles := func(steps [][]*bucket) (p50, p99 sql.NullFloat64) {
+		var total, cum int64
+		for _, st := range steps {
+			for _, k := range st {
+				total += k.sn
+			}
+		}
+		for _, st := range steps {
+			var top sql.NullFloat64
+			for _, k := range st {
+				cum += k.sn
+				top = maxFloat(top, k.amax)
+			}
+			if !p50.Valid && cum*2 >= total {
+				p50 = top
+			}
+			if !p99.Valid && cum*100 >= total*99 {
+				p99 = top
+			}
+		}
+		return p50, p99
+	}
+	add := func(f *final, k *bucket) {
+		f.rows += k.rows
+		f.nulls += k.nulls
+		f.invalid += k.invalid
+		f.future += k.future
+		f.beyond += k.beyond
+		f.nullTimes += k.nullTimes
+		f.lo = minInt(f.lo, k.lo)
+		f.hi = maxInt(f.hi, k.hi)
+		f.amax = maxFloat(f.amax, k.amax)
+		f.smin = minFloat(f.smin, k.smin)
+		f.smax = maxFloat(f.smax, k.smax)
+		f.nowMs = k.nowMs
+	}
+	var out []final
+	byNode := map[sql.NullInt64]int{}
+	nodeSteps := map[sql.NullInt64][][]*bucket{}
+	table := final{g: 1}
+	var tableSteps [][]*bucket
+	for i, id := range keys {
+		k := merged[id]
+		j, ok := byNode[id.node]
+		if !ok {
+			j = len(out)
+			byNode[id.node] = j
+			out = append(out, final{node: id.node})
+		}
+		add(&out[j], k)
+		nodeSteps[id.node] = append(nodeSteps[id.node], []*bucket{k})
+		add(&table, k)
+		if i > 0 && keys[i-1].b == id.b {
+			tableSteps[len(tableSteps)-1] = append(tableSteps[len(tableSteps)-1], k)
+		} else {
+			tableSteps = append(tableSteps, []*bucket{k})
+		}
+	}
+	for i := range out {
+		out[i].p50, out[i].p99 = percentiles(nodeSteps[out[i].node])
+	}
+	table.p50, table.p99 = percentiles(tableSteps)
+	return append(out, table)
+}
+
+func minInt(a, b sql.NullInt64) sql.NullInt64 {
+	if !a.Valid || (b.Valid && b.Int64 < a.Int64) {
+		return b
+	}
+	return a
+}
+
+func maxInt(a, b sql.NullInt64) sql.NullInt64 {
+	if !a.Valid || (b.Valid && b.Int64 > a.Int64) {
+		return b
+	}
+	return a
+}
+
+func minFloat(a, b sql.NullFloat64) sql.NullFloat64 {
+	if !a.Valid || (b.Valid && b.Float64 < a.Float64) {
+		return b
+	}
+	return a
+}
+
+func maxFloat(a, b sql.NullFloat64) sql.NullFloat64 {
+	if !a.Valid || (b.Valid && b.Float64 > a.Float64) {
+		return b
+	}
+	return a
 }
 
 // idTime is the time of id, non-negative, in l.

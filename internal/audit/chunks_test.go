@@ -2,6 +2,7 @@ package audit_test
 
 import (
 	"context"
+	"encoding/json"
 	"reflect"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 // IDs, first and last times).
 func TestChunksAgree(t *testing.T) {
 	db := open(t)
-	exec(t, db, "CREATE TABLE public.ids (id bigint)")
+	exec(t, db, "CREATE TABLE public.ids (id bigint, at timestamptz)")
 	now := time.Now()
 	// 60,000 IDs of five nodes over the last hour and 5,000 of them again,
 	// spread over the table's pages by a random order; then the anomalies.
@@ -24,26 +25,37 @@ func TestChunksAgree(t *testing.T) {
 		FROM pg_catalog.generate_series(1, 60000) g ORDER BY pg_catalog.random()`, now.UnixMilli())
 	exec(t, db, `INSERT INTO public.ids SELECT id FROM public.ids ORDER BY pg_catalog.random() LIMIT 5000`)
 	insert(t, db, "ids", nil, nil, int64(-5), compose(t, snowflake.Twitter, now.Add(24*time.Hour), 7, 7, 0))
+	// The time column: each ID's time, skewed by up to ±5 s, some NULL.
+	exec(t, db, `UPDATE public.ids SET at = pg_catalog.to_timestamp(((id >> 22) + 1288834974657 + (pg_catalog.random() * 10000 - 5000)::int8) / 1000.0)
+		WHERE id > 0 AND pg_catalog.random() < 0.98`)
 	exec(t, db, "VACUUM ANALYZE public.ids")
 	defer audit.SetMinChunkPages(1)()
 	db.SetMaxIdleConns(10) // so that the chunks' connections stay to be counted
 
-	o := audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: audit.DefaultFutureTolerance}
-	o.Workers = 1
-	one, err := audit.Run(context.Background(), db, o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range []int{2, 3, 7} {
-		o.Workers = w
-		got, err := audit.Run(context.Background(), db, o)
+	var one *audit.Report
+	for _, timeColumn := range []string{"", "at"} {
+		o := audit.Options{Table: "ids", TimeColumn: timeColumn, Layout: snowflake.Twitter,
+			FutureTolerance: audit.DefaultFutureTolerance, SkewThreshold: 2 * time.Second, Workers: 1}
+		want, err := audit.Run(context.Background(), db, o)
 		if err != nil {
-			t.Fatalf("%d workers: %v", w, err)
+			t.Fatal(err)
 		}
-		// now() is each run's own.
-		got.Now, got.FutureAfter = one.Now, one.FutureAfter
-		if !reflect.DeepEqual(got, one) {
-			t.Errorf("%d workers: %+v\none statement: %+v", w, got, one)
+		if timeColumn == "" {
+			one = want
+		} else if want.Skew == nil || want.Skew.Beyond == 0 || want.Skew.NullTimes == 0 {
+			t.Fatalf("skew %+v; want some beyond 2 s and some NULL times", want.Skew)
+		}
+		for _, w := range []int{2, 3, 7} {
+			o.Workers = w
+			got, err := audit.Run(context.Background(), db, o)
+			if err != nil {
+				t.Fatalf("%d workers: %v", w, err)
+			}
+			// now() is each run's own.
+			got.Now, got.FutureAfter = want.Now, want.FutureAfter
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("time column %q, %d workers:\n%s\none statement:\n%s", timeColumn, w, dump(got), dump(want))
+			}
 		}
 	}
 	if one.Rows != 65004 || one.Nulls != 2 || one.Invalid != 1 || one.Future != 1 || len(one.Nodes) != 6 {
@@ -52,4 +64,10 @@ func TestChunksAgree(t *testing.T) {
 	if n := db.Stats().OpenConnections; n < 3 {
 		t.Errorf("%d connections opened; chunks should have run on several", n)
 	}
+}
+
+// dump is r as indented JSON, to compare by eye.
+func dump(r *audit.Report) string {
+	b, _ := json.MarshalIndent(r, "", "  ")
+	return string(b)
 }
