@@ -3,7 +3,9 @@
 // server-side (a hash GROUP BY the decoded node, FILTER for the
 // anomalies, and with a time column a log histogram of the skew from which
 // windows read its percentiles; see Query), so that what comes back is one
-// row per node, never one per ID.
+// row per node, never one per ID. A large plain table is read in ranges of
+// its pages on several connections at once, in one snapshot, and the parts
+// (with a time column, their histograms) added up in Go (see Run).
 //
 // The statement is Go-built text: the numbers in it (shifts, masks, the
 // epoch) come only from the snowflake.Layout, the names (schema, table,
