@@ -195,20 +195,16 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	return exitOK
 }
 
-// nodeIn reads the node of snowflake_next_id() in schema q (quoted).
-// It returns errNodeUnset for a schema whose node is not set (from
-// release 3 on, a first install without a node leaves it unset), which
-// it tells from the catalog rather than by calling snowflake_node(),
-// whose error would end the caller's transaction.
+// nodeIn reads the node of snowflake_next_id() in schema q (quoted). It returns
+// errNodeUnset for a schema whose node is not set (install.NodeUnset).
 func nodeIn(ctx context.Context, db rowQuerier, q string) (datacenter, machine int64, err error) {
-	var lang string
-	err = db.QueryRowContext(ctx, `SELECT COALESCE((SELECT l.lanname FROM pg_catalog.pg_proc p
-		JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
-		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)), '')`, q+".snowflake_node_bits()").Scan(&lang)
+	unset, err := install.NodeUnset(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return db.QueryRowContext(ctx, q, args...)
+	}, q)
 	if err != nil {
 		return 0, 0, err
 	}
-	if lang == "plpgsql" {
+	if unset {
 		return 0, 0, errNodeUnset
 	}
 	err = db.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)

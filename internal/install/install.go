@@ -327,6 +327,23 @@ func InstalledRelease(ctx context.Context, query RowQuery, schema string) (Insta
 	return in, nil
 }
 
+// NodeUnset reports whether schema's node is unset: from release 3 on, a
+// first install without a node leaves snowflake_node_bits() a PL/pgSQL
+// function that raises SQLSTATE SF201 until snowflake_set_node() sets
+// one. It reads the catalog rather than calling the function, whose error
+// would end the caller's transaction. A schema without the function is
+// not unset. quoted is the schema as pgident.Quote writes it.
+func NodeUnset(ctx context.Context, query RowQuery, quoted string) (bool, error) {
+	var unset bool
+	err := query(ctx, `SELECT COALESCE((SELECT l.lanname OPERATOR(pg_catalog.=) 'plpgsql' FROM pg_catalog.pg_proc p
+		JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
+		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)), false)`, quoted+".snowflake_node_bits()").Scan(&unset)
+	if err != nil {
+		return false, fmt.Errorf("read the node of schema %s: %w", quoted, err)
+	}
+	return unset, nil
+}
+
 // SQLConn adapts a *sql.Conn to RowQuery.
 func SQLConn(c *sql.Conn) RowQuery {
 	return func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {

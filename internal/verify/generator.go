@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -109,13 +110,11 @@ func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l sn
 		rep.Skipped = "snowflake_next_id() is not installed (installed by an older sfgen?)"
 		return rep, nil
 	}
-	// An unset node is a PL/pgSQL snowflake_node_bits() that raises
-	// SF201; told from the catalog, without calling it.
-	var unset bool
-	if err := pool.QueryRow(ctx, `SELECT COALESCE((SELECT l.lanname OPERATOR(pg_catalog.=) 'plpgsql' FROM pg_catalog.pg_proc p
-		JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
-		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)), false)`, schema+".snowflake_node_bits()").Scan(&unset); err != nil {
-		return nil, fmt.Errorf("read the node: %w", err)
+	unset, err := install.NodeUnset(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
+		return pool.QueryRow(ctx, q, args...)
+	}, schema)
+	if err != nil {
+		return nil, err
 	}
 	if unset {
 		rep.NoNode = "no node is set, so snowflake_next_id() refuses to make IDs"
