@@ -487,19 +487,12 @@ func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Without a time column each chunk's report, added up; with one each
-	// chunk's histogram, added up before the percentiles.
-	reports := make([]*Report, n)
+	// Each chunk's rows (with a time column its histogram), added up
+	// before the percentiles.
 	hists := make([][]bucket, n)
 	errs := make([]error, n)
-	read := func(i int64, tx *sql.Tx) error {
-		args := []any{tol, nowMs, bound(i), bound(i + 1)}
-		var err error
-		if o.TimeColumn != "" {
-			hists[i], err = histogram(ctx, tx, q, args...)
-		} else {
-			reports[i], err = scan(ctx, tx, o, q, args...)
-		}
+	read := func(i int64, tx *sql.Tx) (err error) {
+		hists[i], err = histogram(ctx, tx, o, q, tol, nowMs, bound(i), bound(i+1))
 		return err
 	}
 	var wg sync.WaitGroup
@@ -518,10 +511,7 @@ func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	if o.TimeColumn != "" {
-		return build(o, finals(hists)), nil
-	}
-	return merge(o, reports), nil
+	return build(o, finals(hists, o.TimeColumn != "")), nil
 }
 
 // inImported runs read on a connection of db's own, in a read-only
@@ -545,48 +535,6 @@ func inImported(ctx context.Context, db conner, snapshot string, read func(*sql.
 		return err
 	}
 	return read(tx)
-}
-
-// merge adds the chunks' reports up into one: counts summed, each node's
-// first and last time the earliest and latest of its chunks'.
-func merge(o Options, parts []*Report) *Report {
-	r := parts[0]
-	byNode := map[[2]int64]int{}
-	for i, nd := range r.Nodes {
-		byNode[[2]int64{nd.Datacenter, nd.Machine}] = i
-	}
-	for _, p := range parts[1:] {
-		r.Rows += p.Rows
-		r.Nulls += p.Nulls
-		r.Invalid += p.Invalid
-		r.Future += p.Future
-		if p.MinTime != nil && (r.MinTime == nil || p.MinTime.Before(*r.MinTime)) {
-			r.MinTime = p.MinTime
-		}
-		if p.MaxTime != nil && (r.MaxTime == nil || p.MaxTime.After(*r.MaxTime)) {
-			r.MaxTime = p.MaxTime
-		}
-		for _, nd := range p.Nodes {
-			k := [2]int64{nd.Datacenter, nd.Machine}
-			i, ok := byNode[k]
-			if !ok {
-				byNode[k] = len(r.Nodes)
-				r.Nodes = append(r.Nodes, nd)
-				continue
-			}
-			m := &r.Nodes[i]
-			m.Rows += nd.Rows
-			m.Future += nd.Future
-			if nd.First.Before(m.First) {
-				m.First = nd.First
-			}
-			if nd.Last.After(m.Last) {
-				m.Last = nd.Last
-			}
-		}
-	}
-	sortNodes(r.Nodes)
-	return r
 }
 
 // scan runs query, Query(o) or chunkQuery(o), with args, and reads its
@@ -672,8 +620,9 @@ func build(o Options, fs []final) *Report {
 	return r
 }
 
-// A bucket is one row of chunkQuery's histogram, with a time column: a
-// node's IDs in one bucket of |skew| (b NULL for those without a skew).
+// A bucket is one row of chunkQuery's result: a node's IDs, with a time
+// column those in one bucket of |skew| (b NULL without a time column, and
+// for the IDs without a skew).
 type bucket struct {
 	node, b, lo, hi      sql.NullInt64
 	rows, nulls, invalid int64
@@ -682,8 +631,8 @@ type bucket struct {
 	beyond, nullTimes    int64
 }
 
-// histogram runs chunkQuery's histogram with args.
-func histogram(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]bucket, error) {
+// histogram runs chunkQuery(o) with args.
+func histogram(ctx context.Context, tx *sql.Tx, o Options, query string, args ...any) ([]bucket, error) {
 	rows, err := tx.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -692,8 +641,13 @@ func histogram(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]bu
 	var out []bucket
 	for rows.Next() {
 		var k bucket
-		if err := rows.Scan(&k.node, &k.b, &k.rows, &k.nulls, &k.invalid, &k.future, &k.lo, &k.hi, &k.nowMs,
-			&k.sn, &k.amax, &k.smin, &k.smax, &k.beyond, &k.nullTimes); err != nil {
+		var g int64 // 0: there are no buckets
+		dest := []any{&k.node, &g, &k.rows, &k.nulls, &k.invalid, &k.future, &k.lo, &k.hi, &k.nowMs}
+		if o.TimeColumn != "" {
+			dest = append(dest[:1], &k.b, &k.rows, &k.nulls, &k.invalid, &k.future, &k.lo, &k.hi, &k.nowMs,
+				&k.sn, &k.amax, &k.smin, &k.smax, &k.beyond, &k.nullTimes)
+		}
+		if err := rows.Scan(dest...); err != nil {
 			return nil, err
 		}
 		out = append(out, k)
@@ -701,11 +655,11 @@ func histogram(ctx context.Context, tx *sql.Tx, query string, args ...any) ([]bu
 	return out, rows.Err()
 }
 
-// finals works out, from the chunks' histograms, the rows Query would
-// have returned: each node's counts and skew, and the table's skew, with
-// the percentiles as Query finds them (the largest |skew| in the first
-// bucket whose cumulative count reaches 50% and 99%).
-func finals(parts [][]bucket) []final {
+// finals works out, from the chunks' rows, the rows Query would have
+// returned: each node's counts and, when timed, its skew and the table's,
+// with the percentiles as Query finds them (the largest |skew| in the
+// first bucket whose cumulative count reaches 50% and 99%).
+func finals(parts [][]bucket, timed bool) []final {
 	type key struct{ node, b sql.NullInt64 }
 	merged := map[key]*bucket{}
 	var keys []key
@@ -800,6 +754,9 @@ func finals(parts [][]bucket) []final {
 		} else {
 			tableSteps = append(tableSteps, []*bucket{k})
 		}
+	}
+	if !timed {
+		return out
 	}
 	for i := range out {
 		out[i].p50, out[i].p99 = percentiles(nodeSteps[out[i].node])

@@ -22,7 +22,7 @@ func TestFinalsPeers(t *testing.T) {
 		{{node: n(1), b: n(1), rows: 3, sn: 3, amax: f(1.5), smin: f(1.5), smax: f(1.5), lo: n(5), hi: n(9)},
 			{node: n(1), b: n(2), rows: 4, sn: 4, amax: f(7), smin: f(6), smax: f(7), lo: n(30), hi: n(40), beyond: 4}},
 	}
-	fs := finals(parts)
+	fs := finals(parts, true)
 	var table final
 	nodes := map[int64]final{}
 	for _, x := range fs {
