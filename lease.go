@@ -132,16 +132,16 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 	if err != nil {
 		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
 	}
-	release := 1
-	if hasRelease {
-		if err := db.QueryRowContext(ctx, `SELECT `+q+`.snowflake_release()`).Scan(&release); err != nil {
-			return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
-		}
-	}
-	switch {
-	case !hasLayout:
+	if !hasLayout {
 		return nil, fmt.Errorf("take a node lease: schema %s has no sfgen install: %w", schema, ErrNoLeases)
-	case release < 3 || !hasLeases:
+	}
+	if !hasLeases {
+		release := 1 // a schema without snowflake_release()
+		if hasRelease {
+			if err := db.QueryRowContext(ctx, `SELECT `+q+`.snowflake_release()`).Scan(&release); err != nil {
+				return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
+			}
+		}
 		return nil, fmt.Errorf("take a node lease: schema %s is at sfgen release %d, before leases (release 3); upgrade it with sfgen install: %w",
 			schema, release, ErrNoLeases)
 	}
@@ -201,7 +201,7 @@ func (l *Lease) Layout() Layout { return l.layout }
 // more than the TTL, or renewals late); and a Generator's errors.
 func (l *Lease) Next() (ID, error) {
 	if time.Since(l.start) > time.Duration(l.deadline.Load()) {
-		l.lose(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
+		l.end(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
 	}
 	id, err := l.gen.Next()
 	if errors.Is(err, snowflake.ErrBeyondLimit) {
@@ -250,9 +250,6 @@ func (l *Lease) release(ctx context.Context, lastMs int64) error {
 	return nil
 }
 
-// lose ends the lease because it is lost.
-func (l *Lease) lose(err error) { l.end(err) }
-
 func (l *Lease) end(err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -282,7 +279,7 @@ func (l *Lease) renew() {
 		}
 		left := time.Duration(l.deadline.Load()) - time.Since(l.start)
 		if left <= 0 {
-			l.lose(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
+			l.end(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), left)
@@ -298,7 +295,7 @@ func (l *Lease) renew() {
 			// Unreachable for now: try again soon, until the deadline.
 			t.Reset(retry)
 		case !high.Valid:
-			l.lose(fmt.Errorf("node %d/%d: the database no longer holds this lease (expired or taken): %w", l.dc, l.m, ErrLeaseLost))
+			l.end(fmt.Errorf("node %d/%d: the database no longer holds this lease (expired or taken): %w", l.dc, l.m, ErrLeaseLost))
 			return
 		default:
 			l.gen.SetLimit(high.Int64)
