@@ -25,6 +25,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -567,10 +568,10 @@ func scan(ctx context.Context, tx *sql.Tx, o Options, query string, args ...any)
 // NULL and negative IDs) or, with a time column, the whole table's skew
 // (g 1).
 type final struct {
-	node, lo, hi               sql.NullInt64
+	node, lo, hi               sql.Null[int64]
 	g, rows, nulls, invalid    int64
 	future, nowMs              int64
-	p50, p99, smin, smax, amax sql.NullFloat64
+	p50, p99, smin, smax, amax sql.Null[float64]
 	beyond, nullTimes          int64
 }
 
@@ -580,14 +581,14 @@ func build(o Options, fs []final) *Report {
 	r := &Report{Schema: o.Schema, Table: o.Table, Column: o.Column, Layout: l.String(),
 		FutureToleranceMs: o.FutureTolerance.Milliseconds(), Nodes: []Node{}}
 	mBits := l.Bits(snowflake.FieldMachine)
-	var minID, maxID sql.NullInt64
+	var minID, maxID sql.Null[int64]
 	var nowMs int64
 	for _, f := range fs {
 		nowMs = f.nowMs
 		var skew *Skew
 		if o.TimeColumn != "" {
-			skew = &Skew{ThresholdMs: o.SkewThreshold.Milliseconds(), P50AbsMs: f.p50.Float64, P99AbsMs: f.p99.Float64,
-				MinMs: f.smin.Float64, MaxMs: f.smax.Float64, MaxAbsMs: f.amax.Float64, Beyond: f.beyond, NullTimes: f.nullTimes}
+			skew = &Skew{ThresholdMs: o.SkewThreshold.Milliseconds(), P50AbsMs: f.p50.V, P99AbsMs: f.p99.V,
+				MinMs: f.smin.V, MaxMs: f.smax.V, MaxAbsMs: f.amax.V, Beyond: f.beyond, NullTimes: f.nullTimes}
 		}
 		if f.g != 0 { // the whole table, with a time column: its skew
 			skew.Column = o.TimeColumn
@@ -601,19 +602,19 @@ func build(o Options, fs []final) *Report {
 		if !f.node.Valid { // the NULL and negative IDs
 			continue
 		}
-		if !minID.Valid || f.lo.Int64 < minID.Int64 {
+		if !minID.Valid || f.lo.V < minID.V {
 			minID = f.lo
 		}
-		if !maxID.Valid || f.hi.Int64 > maxID.Int64 {
+		if !maxID.Valid || f.hi.V > maxID.V {
 			maxID = f.hi
 		}
-		r.Nodes = append(r.Nodes, Node{Datacenter: f.node.Int64 >> mBits, Machine: f.node.Int64 & (1<<mBits - 1), Rows: f.rows,
-			First: idTime(l, f.lo.Int64), Last: idTime(l, f.hi.Int64), Future: f.future, Skew: skew})
+		r.Nodes = append(r.Nodes, Node{Datacenter: f.node.V >> mBits, Machine: f.node.V & (1<<mBits - 1), Rows: f.rows,
+			First: idTime(l, f.lo.V), Last: idTime(l, f.hi.V), Future: f.future, Skew: skew})
 	}
 	r.Now = time.UnixMilli(nowMs).UTC()
 	r.FutureAfter = r.Now.Add(time.Duration(r.FutureToleranceMs) * time.Millisecond)
 	if minID.Valid {
-		lo, hi := idTime(l, minID.Int64), idTime(l, maxID.Int64)
+		lo, hi := idTime(l, minID.V), idTime(l, maxID.V)
 		r.MinTime, r.MaxTime = &lo, &hi
 	}
 	sortNodes(r.Nodes)
@@ -624,10 +625,10 @@ func build(o Options, fs []final) *Report {
 // column those in one bucket of |skew| (b NULL without a time column, and
 // for the IDs without a skew).
 type bucket struct {
-	node, b, lo, hi      sql.NullInt64
+	node, b, lo, hi      sql.Null[int64]
 	rows, nulls, invalid int64
 	future, nowMs, sn    int64
-	amax, smin, smax     sql.NullFloat64
+	amax, smin, smax     sql.Null[float64]
 	beyond, nullTimes    int64
 }
 
@@ -660,7 +661,7 @@ func histogram(ctx context.Context, tx *sql.Tx, o Options, query string, args ..
 // with the percentiles as Query finds them (the largest |skew| in the
 // first bucket whose cumulative count reaches 50% and 99%).
 func finals(parts [][]bucket, timed bool) []final {
-	type key struct{ node, b sql.NullInt64 }
+	type key struct{ node, b sql.Null[int64] }
 	merged := map[key]*bucket{}
 	var keys []key
 	for _, part := range parts {
@@ -680,11 +681,11 @@ func finals(parts [][]bucket, timed bool) []final {
 			m.sn += k.sn
 			m.beyond += k.beyond
 			m.nullTimes += k.nullTimes
-			m.lo = minInt(m.lo, k.lo)
-			m.hi = maxInt(m.hi, k.hi)
-			m.amax = maxFloat(m.amax, k.amax)
-			m.smin = minFloat(m.smin, k.smin)
-			m.smax = maxFloat(m.smax, k.smax)
+			m.lo = lesser(m.lo, k.lo)
+			m.hi = greater(m.hi, k.hi)
+			m.amax = greater(m.amax, k.amax)
+			m.smin = lesser(m.smin, k.smin)
+			m.smax = greater(m.smax, k.smax)
 		}
 	}
 	// In bucket order, NULL last, as Query's windows order them.
@@ -693,11 +694,11 @@ func finals(parts [][]bucket, timed bool) []final {
 		if a.Valid != b.Valid {
 			return a.Valid
 		}
-		return a.Int64 < b.Int64
+		return a.V < b.V
 	})
 	// percentiles returns the 50% and 99% of groups, a run of buckets in
 	// order (peers, of equal b, one step): each step's largest |skew|.
-	percentiles := func(steps [][]*bucket) (p50, p99 sql.NullFloat64) {
+	percentiles := func(steps [][]*bucket) (p50, p99 sql.Null[float64]) {
 		var total, cum int64
 		for _, st := range steps {
 			for _, k := range st {
@@ -705,10 +706,10 @@ func finals(parts [][]bucket, timed bool) []final {
 			}
 		}
 		for _, st := range steps {
-			var top sql.NullFloat64
+			var top sql.Null[float64]
 			for _, k := range st {
 				cum += k.sn
-				top = maxFloat(top, k.amax)
+				top = greater(top, k.amax)
 			}
 			if !p50.Valid && cum*2 >= total {
 				p50 = top
@@ -726,16 +727,16 @@ func finals(parts [][]bucket, timed bool) []final {
 		f.future += k.future
 		f.beyond += k.beyond
 		f.nullTimes += k.nullTimes
-		f.lo = minInt(f.lo, k.lo)
-		f.hi = maxInt(f.hi, k.hi)
-		f.amax = maxFloat(f.amax, k.amax)
-		f.smin = minFloat(f.smin, k.smin)
-		f.smax = maxFloat(f.smax, k.smax)
+		f.lo = lesser(f.lo, k.lo)
+		f.hi = greater(f.hi, k.hi)
+		f.amax = greater(f.amax, k.amax)
+		f.smin = lesser(f.smin, k.smin)
+		f.smax = greater(f.smax, k.smax)
 		f.nowMs = k.nowMs
 	}
 	var out []final
-	byNode := map[sql.NullInt64]int{}
-	nodeSteps := map[sql.NullInt64][][]*bucket{}
+	byNode := map[sql.Null[int64]]int{}
+	nodeSteps := map[sql.Null[int64]][][]*bucket{}
 	table := final{g: 1}
 	var tableSteps [][]*bucket
 	for i, id := range keys {
@@ -765,29 +766,17 @@ func finals(parts [][]bucket, timed bool) []final {
 	return append(out, table)
 }
 
-func minInt(a, b sql.NullInt64) sql.NullInt64 {
-	if !a.Valid || (b.Valid && b.Int64 < a.Int64) {
+// lesser and greater are the smaller and the larger of a and b; NULL
+// (not Valid) counts as neither, as min() and max() ignore NULLs.
+func lesser[T cmp.Ordered](a, b sql.Null[T]) sql.Null[T] {
+	if !a.Valid || (b.Valid && b.V < a.V) {
 		return b
 	}
 	return a
 }
 
-func maxInt(a, b sql.NullInt64) sql.NullInt64 {
-	if !a.Valid || (b.Valid && b.Int64 > a.Int64) {
-		return b
-	}
-	return a
-}
-
-func minFloat(a, b sql.NullFloat64) sql.NullFloat64 {
-	if !a.Valid || (b.Valid && b.Float64 < a.Float64) {
-		return b
-	}
-	return a
-}
-
-func maxFloat(a, b sql.NullFloat64) sql.NullFloat64 {
-	if !a.Valid || (b.Valid && b.Float64 > a.Float64) {
+func greater[T cmp.Ordered](a, b sql.Null[T]) sql.Null[T] {
+	if !a.Valid || (b.Valid && b.V > a.V) {
 		return b
 	}
 	return a

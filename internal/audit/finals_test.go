@@ -10,8 +10,8 @@ import (
 // of that bucket included, as Query's windows (peers of one bucket
 // together) find it; and the chunks of one node and bucket add up.
 func TestFinalsPeers(t *testing.T) {
-	n := func(v int64) sql.NullInt64 { return sql.NullInt64{Int64: v, Valid: true} }
-	f := func(v float64) sql.NullFloat64 { return sql.NullFloat64{Float64: v, Valid: true} }
+	n := func(v int64) sql.Null[int64] { return sql.Null[int64]{V: v, Valid: true} }
+	f := func(v float64) sql.Null[float64] { return sql.Null[float64]{V: v, Valid: true} }
 	// Bucket 1 holds 6 of 10 skews: node 1's 5 (|skew| up to 1.5, in two
 	// chunks) and node 2's 1 (1.9); bucket 2 the other 4 (node 1, up to 7).
 	// Node 1's part of bucket 1 alone reaches 50%: the table's p50 is
@@ -29,7 +29,7 @@ func TestFinalsPeers(t *testing.T) {
 		if x.g == 1 {
 			table = x
 		} else {
-			nodes[x.node.Int64] = x
+			nodes[x.node.V] = x
 		}
 	}
 	if table.p50 != f(1.9) || table.p99 != f(7) || table.rows != 10 || table.beyond != 4 || table.amax != f(7) || table.smin != f(-1.2) {
