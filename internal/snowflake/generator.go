@@ -192,17 +192,14 @@ func (g *Generator) Layout() Layout { return g.layout }
 // FieldTimestamp, wrapping ErrOutOfRange, when the generator's time is
 // before the layout's epoch or after its latest time.
 func (g *Generator) Next() (ID, error) {
-	if err := g.stop.Load(); err != nil {
-		return 0, *err
-	}
 	now := g.now()
 	for {
-		if now < 0 || now > g.maxOffset {
-			return 0, g.layout.rangeError(FieldTimestamp, now+g.layout.epoch)
-		}
 		old := g.state.Load()
 		if old == stopped {
 			return 0, *g.stop.Load()
+		}
+		if now < 0 || now > g.maxOffset {
+			return 0, g.layout.rangeError(FieldTimestamp, now+g.layout.epoch)
 		}
 		next := old + 1
 		floor := now << g.seqBits
