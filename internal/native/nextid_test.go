@@ -396,17 +396,25 @@ func TestNativeSurvivesRestart(t *testing.T) {
 	installNative(t, conn, sqlgen.Options{}, so, false)
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	conn.Close(ctx)
+	// The crash after a checkpoint is the one nextval()'s redo-point rule
+	// is for: the checkpoint writes the page with the state as it is, not
+	// the value logged ahead, so the first call after it must log again.
 	for _, restart := range []struct {
-		name  string
-		crash bool
-	}{{"fast shutdown", false}, {"crash", true}} {
+		name              string
+		crash, checkpoint bool
+	}{{"fast shutdown", false, false}, {"crash", true, false}, {"crash after a checkpoint", true, true}} {
 		conn := connect(t, dsn)
 		started := queryInt(t, conn, "SELECT (extract(epoch FROM pg_postmaster_start_time()) * 1000000)::bigint")
 		mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+60000)<<12)
 		for i := 0; i < 100; i++ {
 			queryInt(t, conn, "INSERT INTO t DEFAULT VALUES RETURNING id")
 		}
-		last := queryInt(t, conn, "SELECT max(snowflake_next_id()) FROM generate_series(1, 50)")
+		after := "SELECT max(snowflake_next_id()) FROM generate_series(1, 50)"
+		if restart.checkpoint {
+			mustExec(t, conn, "CHECKPOINT")
+			after = "SELECT max(snowflake_next_id()) FROM generate_series(1, 5)"
+		}
+		last := queryInt(t, conn, after)
 		if d, _ := tw.Decompose(snowflake.ID(last)); d.Timestamp <= nowMs(t, conn) {
 			t.Fatalf("before the %s the last ID is at %d ms, not ahead of the clock", restart.name, d.Timestamp)
 		}
@@ -426,6 +434,89 @@ func TestNativeSurvivesRestart(t *testing.T) {
 			t.Fatalf("after a %s, next ID %d <= %d before it", restart.name, next, last)
 		}
 		conn.Close(ctx)
+	}
+}
+
+// TestNativeSequenceAlteredMidStatement: an ALTER SEQUENCE that gives the
+// state or the guard a new file in the middle of a statement, in the
+// transaction holding its lock (the one case that lock does not keep
+// out), is seen by the very next call. The state: the rest of the
+// statement's IDs come from the new file, so the statements after it
+// never repeat them. The guard, restarted (NULL, as after a crash) where
+// the old file said the last catch-up was recent: the next call takes the
+// slow path and catches up on the new file.
+func TestNativeSequenceAlteredMidStatement(t *testing.T) {
+	alterAt := func(t *testing.T, conn *pgx.Conn, alter string) {
+		mustExec(t, conn, `CREATE FUNCTION alter_at(g int) RETURNS int LANGUAGE plpgsql AS $$
+			BEGIN
+				IF g = 100 THEN EXECUTE `+"'"+strings.ReplaceAll(alter, "'", "''")+"'"+`; END IF;
+				RETURN g;
+			END $$`)
+	}
+	filenode := func(t *testing.T, conn *pgx.Conn, seq string) int64 {
+		return queryInt(t, conn, "SELECT pg_relation_filenode($1)::bigint", seq)
+	}
+	t.Run("state", func(t *testing.T) {
+		_, conn := setup(t, sqlgen.Options{}, false)
+		mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY)")
+		alterAt(t, conn, fmt.Sprintf("ALTER SEQUENCE snowflake_state MAXVALUE %d", queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")))
+		before := filenode(t, conn, "snowflake_state")
+		mustExec(t, conn, "INSERT INTO t SELECT id FROM (SELECT snowflake_next_id() AS id, alter_at(g) FROM generate_series(1, 300) g) s")
+		if after := filenode(t, conn, "snowflake_state"); after == before {
+			t.Fatalf("ALTER SEQUENCE kept the state's file %d: the test needs a new one", before)
+		}
+		for range 3 {
+			mustExec(t, conn, "INSERT INTO t SELECT snowflake_next_id() FROM generate_series(1, 300)")
+		}
+		if n := queryInt(t, conn, "SELECT count(*) FROM t"); n != 1200 {
+			t.Fatalf("%d IDs, want 1200", n)
+		}
+	})
+	t.Run("guard", func(t *testing.T) {
+		_, conn := setup(t, sqlgen.Options{}, false)
+		alterAt(t, conn, "ALTER SEQUENCE snowflake_catch_up_guard RESTART")
+		before := filenode(t, conn, "snowflake_catch_up_guard")
+		mustExec(t, conn, "BEGIN")
+		mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
+		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+60_000)
+		slow := slowCalls(t, conn)
+		mustExec(t, conn, "SELECT snowflake_next_id(), alter_at(g) FROM generate_series(1, 300) g")
+		slow = slowCalls(t, conn) - slow
+		guard := queryInt(t, conn, "SELECT coalesce(pg_sequence_last_value('snowflake_catch_up_guard'), 0)")
+		mustExec(t, conn, "COMMIT")
+		if after := filenode(t, conn, "snowflake_catch_up_guard"); after == before {
+			t.Fatalf("ALTER SEQUENCE kept the guard's file %d: the test needs a new one", before)
+		}
+		if slow != 1 || guard == 0 {
+			t.Fatalf("after the guard was restarted mid-statement: %d slow calls, guard %d; want one slow call that catches up", slow, guard)
+		}
+	})
+}
+
+// TestNativeEndOfTheState: on the fast path, the state's last values are
+// the layout's last IDs (its last millisecond, sequences 4094 and 4095,
+// the README formula's), and the call after them is the sequence's
+// "reached maximum value" error (SQLSTATE 2200H), every time: never a
+// wrapped ID, whatever the state's WAL logging ahead would overshoot.
+func TestNativeEndOfTheState(t *testing.T) {
+	_, conn := setup(t, sqlgen.Options{Datacenter: 3, Machine: 4}, false)
+	maxState := queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")
+	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", maxState-2)
+	mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+60_000)
+	last := tw.Max(snowflake.FieldTimestamp)
+	for _, seq := range []int64{4094, 4095} {
+		want := (last-snowflake.TwitterEpoch)<<22 | 3<<17 | 4<<12 | seq // the README's formula
+		if got := queryInt(t, conn, "SELECT snowflake_next_id()"); got != want {
+			t.Fatalf("the state's last values: ID %d, want %d (time %d, node 3/4, sequence %d)", got, want, last, seq)
+		}
+	}
+	for i := range 50 {
+		var got int64
+		err := conn.QueryRow(context.Background(), "SELECT snowflake_next_id()").Scan(&got)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "2200H" {
+			t.Fatalf("call %d after the state's last value: %d, %v; want SQLSTATE 2200H", i+1, got, err)
+		}
 	}
 }
 

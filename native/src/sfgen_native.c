@@ -9,8 +9,12 @@
  *     pg_sequence_last_value() does, before anything else;
  *   - while the last catch-up is recent (the clock before guard + StaleMs -
  *     CatchUpSpreadMs * random(), milliseconds), one nextval() of
- *     <schema>.snowflake_state is the state (the privileges nextval()
- *     checks are checked once per call site, transaction and user);
+ *     <schema>.snowflake_state is the state: sequence.c's nextval() for a
+ *     sequence of INCREMENT 1, CACHE 1, NO CYCLE, the same change of the
+ *     same page under the same buffer lock with the same WAL record, done
+ *     here (state_nextval()) without its per-call lookups; the privileges
+ *     nextval() checks are checked once per call site, transaction and
+ *     user;
  *   - otherwise (the guard NULL, 0 or old) it calls the SQL slow path,
  *     <schema>.snowflake_next_state(), which catches up (SECURITY DEFINER,
  *     owner only); it never moves the state itself;
@@ -30,10 +34,14 @@
 
 #include "access/htup_details.h"
 #include "access/relation.h"
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "access/xloginsert.h"
 #include "catalog/objectaccess.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_language.h"
 #include "catalog/pg_proc.h"
+#include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
 #include "common/pg_prng.h"
@@ -45,9 +53,11 @@
 #include "storage/itemptr.h"
 #include "storage/lmgr.h"
 #include "storage/proc.h"
+#include "tcop/utility.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
@@ -57,6 +67,8 @@
 #include "sfgen_layout.h"
 
 PG_MODULE_MAGIC;
+
+void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(sfgen_next_id);
 PG_FUNCTION_INFO_V1(sfgen_native_layout);
@@ -68,23 +80,43 @@ PG_FUNCTION_INFO_V1(sfgen_native_layout);
 /* What a sequence's page says it is (sequence.c's SEQ_MAGIC, not exported). */
 #define SF_SEQ_MAGIC 0x1717
 
+/* How many values nextval() logs ahead (sequence.c's SEQ_LOG_VALS, not exported). */
+#define SF_SEQ_LOG_VALS 32
+
 /* The node's bits, in their place in an ID. */
 #define SF_NODE_MASK ((((uint64) 1 << SF_NODE_BITS) - 1) << SF_SEQUENCE_BITS)
 
 /*
+ * One of sfgen's two sequences as a call site reads it: the relation, its
+ * file (which cannot change while the site holds the relation's lock and
+ * no relation cache invalidation has arrived since it was looked up), and
+ * the buffer its page was last found in.
+ */
+typedef struct SfSeq
+{
+	Oid			relid;
+	RelFileNode node;
+	Buffer		buf;
+} SfSeq;
+
+/*
  * What one call site (one FmgrInfo: one expression of one statement)
  * knows, in fn_extra. Looked up again at the first call of every
- * transaction (lxid) and when the user changes, so nothing here outlives
- * a transaction unchecked.
+ * transaction (lxid), when the user changes and after any relation cache
+ * invalidation (an ALTER SEQUENCE in this very statement, say), so
+ * nothing here outlives a transaction, or a change of a sequence's file,
+ * unchecked.
  */
 typedef struct SfSite
 {
 	LocalTransactionId lxid;	/* the transaction this was checked in */
 	Oid			user;			/* the user whose privileges were checked */
-	Oid			state;			/* <schema>.snowflake_state */
-	Oid			guard;			/* <schema>.snowflake_catch_up_guard */
-	RelFileNode guard_node;		/* its file, stable while its lock is held */
-	Buffer		guard_buf;		/* the buffer its page was last read from */
+	uint64		invalidations;	/* relcache_invalidations when checked */
+	SfSeq		state;			/* <schema>.snowflake_state */
+	bool		state_wal;		/* RelationNeedsWAL() of the state */
+	bool		state_plain;	/* INCREMENT 1, CACHE 1, NO CYCLE: state_nextval() may */
+	int64		state_max;		/* the state's MAXVALUE */
+	SfSeq		guard;			/* <schema>.snowflake_catch_up_guard */
 	Oid			next_state;		/* <schema>.snowflake_next_state() */
 	FmgrInfo	next_state_fn;	/* its fmgr entry (security definer aware) */
 	uint64		node;			/* the node's bits, masked, in their place */
@@ -108,6 +140,26 @@ static struct
 	ItemPointerData tid;
 	int64		value;
 } node_cache;
+
+/*
+ * Relation cache invalidations this backend has taken in (of any
+ * relation: they are rare, and a call site only looks its objects up
+ * again). One ALTER SEQUENCE can give a sequence a new file, also in the
+ * middle of a statement of the transaction that holds its lock.
+ */
+static uint64 relcache_invalidations;
+
+static void
+relcache_invalidated(Datum arg, Oid relid)
+{
+	relcache_invalidations++;
+}
+
+void
+_PG_init(void)
+{
+	CacheRegisterRelcacheCallback(relcache_invalidated, (Datum) 0);
+}
 
 /* The schema's name, for messages. */
 static const char *
@@ -307,6 +359,65 @@ read_node(Oid nsp, Oid owner)
 	return (uint64) value & SF_NODE_MASK;
 }
 
+/*
+ * Takes seq's lock for the rest of the transaction, as sequence.c takes a
+ * sequence's: under the top transaction's resource owner, so that a
+ * rolled-back subtransaction does not release it while this call site
+ * still uses the sequence without locking it again. Then notes its file.
+ */
+static void
+open_sequence(SfSeq *seq)
+{
+	ResourceOwner current = CurrentResourceOwner;
+	Relation	rel;
+
+	CurrentResourceOwner = TopTransactionResourceOwner;
+	LockRelationOid(seq->relid, RowExclusiveLock);
+	CurrentResourceOwner = current;
+	rel = relation_open(seq->relid, NoLock);
+	seq->node = rel->rd_node;
+	relation_close(rel, NoLock);
+	seq->buf = InvalidBuffer;
+}
+
+/*
+ * Pins the buffer of seq's page, found again from the one it was in last
+ * time (ReadRecentBuffer, which checks that the buffer still holds the
+ * page), without a lookup in the buffer mapping.
+ */
+static Buffer
+pin_sequence(SfSeq *seq)
+{
+	Relation	rel;
+
+	if (BufferIsValid(seq->buf) &&
+		ReadRecentBuffer(seq->node, MAIN_FORKNUM, 0, seq->buf))
+		return seq->buf;
+	rel = relation_open(seq->relid, NoLock);
+	seq->buf = ReadBuffer(rel, 0);
+	relation_close(rel, NoLock);
+	return seq->buf;
+}
+
+/*
+ * The sequence tuple on seq's page, in buf, locked by the caller, as
+ * sequence.c's read_seq_tuple() finds it.
+ */
+static Form_pg_sequence_data
+sequence_tuple(SfSeq *seq, Buffer buf, HeapTuple tuple)
+{
+	Page		page = BufferGetPage(buf);
+	ItemId		lp;
+
+	if (*((uint32 *) PageGetSpecialPointer(page)) != SF_SEQ_MAGIC)
+		elog(ERROR, "bad magic number in sequence %s", get_rel_name(seq->relid));
+	lp = PageGetItemId(page, FirstOffsetNumber);
+	Assert(ItemIdIsNormal(lp));
+	tuple->t_data = (HeapTupleHeader) PageGetItem(page, lp);
+	tuple->t_len = ItemIdGetLength(lp);
+	return (Form_pg_sequence_data) GETSTRUCT(tuple);
+}
+
 /* Looks up (again) what the call site needs, for this transaction. */
 static void
 check_site(SfSite *site, FmgrInfo *flinfo)
@@ -325,41 +436,46 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 	owner = self->proowner;
 	ReleaseSysCache(tup);
 
-	site->state = lookup_sequence("snowflake_state", nsp, owner);
-	site->guard = lookup_sequence("snowflake_catch_up_guard", nsp, owner);
+	/* Taken in first, so that what follows is looked up after them. */
+	site->invalidations = relcache_invalidations;
+	site->state.relid = lookup_sequence("snowflake_state", nsp, owner);
+	site->guard.relid = lookup_sequence("snowflake_catch_up_guard", nsp, owner);
 	/*
 	 * The privileges nextval() and pg_sequence_last_value() check on every
 	 * call, checked here once per call site, transaction and user, as the
 	 * executor checks EXECUTE on a function once per statement.
 	 */
-	if (pg_class_aclcheck(site->state, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
+	if (pg_class_aclcheck(site->state.relid, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for sequence %s", get_rel_name(site->state))));
-	if (pg_class_aclcheck(site->guard, GetUserId(), ACL_SELECT | ACL_USAGE) != ACLCHECK_OK)
+				 errmsg("permission denied for sequence %s", get_rel_name(site->state.relid))));
+	if (pg_class_aclcheck(site->guard.relid, GetUserId(), ACL_SELECT | ACL_USAGE) != ACLCHECK_OK)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("permission denied for sequence %s", get_rel_name(site->guard))));
+				 errmsg("permission denied for sequence %s", get_rel_name(site->guard.relid))));
 	/*
-	 * The guard's lock for the rest of the transaction, the one
-	 * pg_sequence_last_value() takes (ROW EXCLUSIVE: ALTER SEQUENCE, which
-	 * can give it a new file, conflicts with it), taken as sequence.c
-	 * takes a sequence's: under the top transaction's resource owner, so
-	 * that a rolled-back subtransaction does not release it while this
-	 * call site still reads the guard without locking it again.
+	 * The state's lock (ROW EXCLUSIVE, as nextval() takes it) and the
+	 * guard's (ROW EXCLUSIVE, the one pg_sequence_last_value() takes) for
+	 * the rest of the transaction: ALTER SEQUENCE, which can give a
+	 * sequence a new file, conflicts with both.
 	 */
+	open_sequence(&site->state);
+	open_sequence(&site->guard);
 	{
-		ResourceOwner current = CurrentResourceOwner;
+		Relation	rel = relation_open(site->state.relid, NoLock);
+		HeapTuple	stup;
+		Form_pg_sequence form;
 
-		Relation	rel;
-
-		CurrentResourceOwner = TopTransactionResourceOwner;
-		LockRelationOid(site->guard, RowExclusiveLock);
-		CurrentResourceOwner = current;
-		rel = relation_open(site->guard, NoLock);
-		site->guard_node = rel->rd_node;
+		site->state_wal = RelationNeedsWAL(rel);
 		relation_close(rel, NoLock);
-		site->guard_buf = InvalidBuffer;
+		/* Its options: ALTER SEQUENCE conflicts with the lock, as above. */
+		stup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(site->state.relid));
+		if (!HeapTupleIsValid(stup))
+			elog(ERROR, "cache lookup failed for sequence %u", site->state.relid);
+		form = (Form_pg_sequence) GETSTRUCT(stup);
+		site->state_plain = form->seqincrement == 1 && form->seqcache == 1 && !form->seqcycle;
+		site->state_max = form->seqmax;
+		ReleaseSysCache(stup);
 	}
 	tup = lookup_function("snowflake_next_state", nsp, owner);
 	next_state = ((Form_pg_proc) GETSTRUCT(tup))->oid;
@@ -385,35 +501,116 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 static int64
 read_guard(SfSite *site, bool *isnull)
 {
-	Buffer		buf;
-	Page		page;
-	ItemId		lp;
+	Buffer		buf = pin_sequence(&site->guard);
 	HeapTupleData tuple;
 	Form_pg_sequence_data seq;
 	int64		last;
 
-	if (BufferIsValid(site->guard_buf) &&
-		ReadRecentBuffer(site->guard_node, MAIN_FORKNUM, 0, site->guard_buf))
-		buf = site->guard_buf;
-	else
-	{
-		Relation	rel = relation_open(site->guard, NoLock);
-
-		buf = ReadBuffer(rel, 0);
-		relation_close(rel, NoLock);
-		site->guard_buf = buf;
-	}
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	page = BufferGetPage(buf);
-	if (*((uint32 *) PageGetSpecialPointer(page)) != SF_SEQ_MAGIC)
-		elog(ERROR, "bad magic number in sequence %s", get_rel_name(site->guard));
-	lp = PageGetItemId(page, FirstOffsetNumber);
-	tuple.t_data = (HeapTupleHeader) PageGetItem(page, lp);
-	seq = (Form_pg_sequence_data) GETSTRUCT(&tuple);
+	seq = sequence_tuple(&site->guard, buf, &tuple);
 	*isnull = !seq->is_called;
 	last = seq->last_value;
 	UnlockReleaseBuffer(buf);
 	return *isnull ? 0 : last;
+}
+
+/*
+ * nextval() of the state: sequence.c's nextval_internal() for a sequence
+ * of INCREMENT 1, CACHE 1, NO CYCLE, under the same exclusive lock of the
+ * page's buffer, the same change of the tuple and the same WAL record
+ * (the value 32 ahead, logged when the logged values are used up and at
+ * the first call after a checkpoint's redo point), so that SQL sessions'
+ * nextval() and setval() of the same sequence, crash recovery and
+ * replicas see one sequence. What it leaves out is what costs nextval()
+ * most per call and cannot change while check_site()'s lock is held: the
+ * relation and its options looked up, the sequence hash table (currval()
+ * and lastval() of the state are not set: nothing of sfgen's reads them).
+ * Anything else (a state never called, at its MAXVALUE, or altered to
+ * other options) is left to nextval_internal() itself.
+ */
+static int64
+state_nextval(SfSite *site)
+{
+	Buffer		buf;
+	Page		page;
+	HeapTupleData tuple;
+	Form_pg_sequence_data seq;
+	int64		result;
+	int64		next;
+	int64		log;
+	bool		logit;
+
+	if (!site->state_plain)
+		return nextval_internal(site->state.relid, false);
+	/* As nextval() checks on every call (the state is never a temp one). */
+	PreventCommandIfReadOnly("nextval()");
+	PreventCommandIfParallelMode("nextval()");
+
+	buf = pin_sequence(&site->state);
+	LockBuffer(buf, BUFFER_LOCK_EXCLUSIVE);
+	page = BufferGetPage(buf);
+	seq = sequence_tuple(&site->state, buf, &tuple);
+	if (!seq->is_called || seq->last_value >= site->state_max)
+	{
+		UnlockReleaseBuffer(buf);
+		return nextval_internal(site->state.relid, false);
+	}
+	/* As read_seq_tuple() cleans up after an old SELECT FOR UPDATE. */
+	if (HeapTupleHeaderGetRawXmax(tuple.t_data) != InvalidTransactionId)
+	{
+		HeapTupleHeaderSetXmax(tuple.t_data, InvalidTransactionId);
+		tuple.t_data->t_infomask &= ~HEAP_XMAX_COMMITTED;
+		tuple.t_data->t_infomask |= HEAP_XMAX_INVALID;
+		MarkBufferDirtyHint(buf, true);
+	}
+
+	/*
+	 * nextval_internal()'s fetch loop, for one value of increment 1: the
+	 * result is last_value + 1; when it logs, it logs the value
+	 * SEQ_LOG_VALS further on (at most MAXVALUE) and keeps log_cnt the
+	 * number of values between, otherwise it counts log_cnt down.
+	 */
+	result = seq->last_value + 1;
+	logit = seq->log_cnt < 1 || PageGetLSN(page) <= GetRedoRecPtr();
+	if (logit)
+	{
+		next = site->state_max - result < SF_SEQ_LOG_VALS ?
+			site->state_max : result + SF_SEQ_LOG_VALS;
+		log = next - result;
+	}
+	else
+	{
+		next = result;
+		log = seq->log_cnt - 1;
+	}
+
+	/* From here on as nextval_internal() does it. */
+	if (logit && site->state_wal)
+		GetTopTransactionId();
+	START_CRIT_SECTION();
+	MarkBufferDirty(buf);
+	if (logit && site->state_wal)
+	{
+		xl_seq_rec	xlrec;
+		XLogRecPtr	recptr;
+
+		XLogBeginInsert();
+		XLogRegisterBuffer(0, buf, REGBUF_WILL_INIT);
+		seq->last_value = next;
+		seq->is_called = true;
+		seq->log_cnt = 0;
+		xlrec.node = site->state.node;
+		XLogRegisterData((char *) &xlrec, sizeof(xl_seq_rec));
+		XLogRegisterData((char *) tuple.t_data, tuple.t_len);
+		recptr = XLogInsert(RM_SEQ_ID, XLOG_SEQ_LOG);
+		PageSetLSN(page, recptr);
+	}
+	seq->last_value = result;
+	seq->is_called = true;
+	seq->log_cnt = log;
+	END_CRIT_SECTION();
+	UnlockReleaseBuffer(buf);
+	return result;
 }
 
 /*
@@ -453,13 +650,13 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 		fcinfo->flinfo->fn_extra = site;
 	}
 	if (site->lxid != MyProc->lxid || site->lxid == InvalidLocalTransactionId ||
-		site->user != GetUserId())
+		site->user != GetUserId() || site->invalidations != relcache_invalidations)
 		check_site(site, fcinfo->flinfo);
 
 	/* The guard first, then the state: never a value taken after reading 0. */
 	guard = read_guard(site, &guard_null);
 	if (!guard_null && fast_path(guard))
-		state = nextval_internal(site->state, false);	/* checked in check_site() */
+		state = state_nextval(site);
 	else
 		state = call_bigint(&site->next_state_fn, "snowflake_next_state");
 
