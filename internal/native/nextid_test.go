@@ -803,6 +803,19 @@ func TestNativeNodeFromAnyFunction(t *testing.T) {
 	if want := (snowflake.Parts{Timestamp: ms, Datacenter: 5, Machine: 6, Sequence: 101}); err != nil || d != want {
 		t.Fatalf("with a PL/pgSQL node_bits() of 5/6 and other bits set: %+v, %v; want %+v (the other bits masked off)", d, err, want)
 	}
+	// A function of another shape is called once in every transaction: a
+	// node it reads from a table changes with the table, from the next
+	// transaction on, with no change of the function.
+	mustExec(t, conn, "CREATE TABLE node_src (bits bigint)")
+	mustExec(t, conn, "INSERT INTO node_src VALUES ((3::bigint << 17) | (4::bigint << 12))")
+	mustExec(t, conn, `CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+		BEGIN RETURN (SELECT bits FROM public.node_src); END $$`)
+	for _, node := range [][2]int64{{3, 4}, {11, 12}, {13, 14}} {
+		mustExec(t, conn, "UPDATE node_src SET bits = $1", node[0]<<17|node[1]<<12)
+		if d, _ := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()"))); d.Datacenter != node[0] || d.Machine != node[1] {
+			t.Fatalf("with node_bits() reading %d/%d from a table: node %d/%d", node[0], node[1], d.Datacenter, d.Machine)
+		}
+	}
 	// The shape snowflake_set_node() writes, read from the body, masked too.
 	mustExec(t, conn, fmt.Sprintf("CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT %d::bigint'",
 		int64(7)<<17|int64(8)<<12|4095|int64(1)<<40))
@@ -854,8 +867,28 @@ func TestNativeOtherLayout(t *testing.T) {
 // with the SQL generator, and the privilege given back makes IDs again.
 func TestNativePrivileges(t *testing.T) {
 	dsn, owner := setup(t, sqlgen.Options{}, false)
-	_, roleDSN := pgtest.LoginRole(t, dsn, "native_user", "")
+	user, roleDSN := pgtest.LoginRole(t, dsn, "native_user", "")
 	app := connect(t, roleDSN)
+	queryInt(t, app, "SELECT snowflake_next_id()")
+	// Through a role: USAGE on the state only as a member of it, and
+	// leaving the role (a change of pg_auth_members alone) takes it away.
+	group := pgtest.Role(t, dsn, "native_group", "NOLOGIN")
+	mustExec(t, owner, "GRANT USAGE ON SEQUENCE snowflake_state TO "+group)
+	mustExec(t, owner, "GRANT "+group+" TO "+user)
+	mustExec(t, owner, "REVOKE USAGE ON SEQUENCE snowflake_state FROM PUBLIC")
+	queryInt(t, app, "SELECT snowflake_next_id()")
+	mustExec(t, owner, "REVOKE "+group+" FROM "+user)
+	if _, err := app.Exec(context.Background(), "SELECT snowflake_next_id()"); !isInsufficientPrivilege(err) {
+		t.Errorf("after REVOKE %s FROM %s: %v; want insufficient_privilege", group, user, err)
+	}
+	// Another user in the same session (SET ROLE): checked as that user.
+	queryInt(t, owner, "SELECT snowflake_next_id()")
+	mustExec(t, owner, "SET ROLE "+user)
+	if _, err := owner.Exec(context.Background(), "SELECT snowflake_next_id()"); !isInsufficientPrivilege(err) {
+		t.Errorf("after SET ROLE %s in a session that called it as the owner: %v; want insufficient_privilege", user, err)
+	}
+	mustExec(t, owner, "RESET ROLE")
+	mustExec(t, owner, "GRANT USAGE ON SEQUENCE snowflake_state TO PUBLIC")
 	queryInt(t, app, "SELECT snowflake_next_id()")
 	for _, c := range []struct{ revoke, grant, prepare string }{
 		{"REVOKE USAGE ON SEQUENCE snowflake_state FROM PUBLIC", "GRANT USAGE ON SEQUENCE snowflake_state TO PUBLIC", ""},
@@ -867,14 +900,45 @@ func TestNativePrivileges(t *testing.T) {
 		if c.prepare != "" {
 			mustExec(t, owner, c.prepare)
 		}
-		_, err := app.Exec(context.Background(), "SELECT snowflake_next_id()")
-		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || pe.Code != "42501" {
+		if _, err := app.Exec(context.Background(), "SELECT snowflake_next_id()"); !isInsufficientPrivilege(err) {
 			t.Errorf("after %s: %v; want insufficient_privilege", c.revoke, err)
 		}
 		mustExec(t, owner, c.grant)
 		queryInt(t, app, "SELECT snowflake_next_id()")
 	}
+}
+
+// TestNativeHoldsTheSequencesLocks: in every transaction that calls it,
+// the first and the ones after (whose calls use what the backend looked up
+// before), the native function holds the locks nextval() and
+// pg_sequence_last_value() hold to the transaction's end, so that no
+// ALTER SEQUENCE gives the state or the guard a new file under it.
+func TestNativeHoldsTheSequencesLocks(t *testing.T) {
+	dsn, owner := setup(t, sqlgen.Options{}, false)
+	app := connect(t, dsn)
+	ctx := context.Background()
+	mustExec(t, owner, "SET lock_timeout = '100ms'")
+	for tx := 1; tx <= 3; tx++ {
+		// The last catch-up a minute ahead: the fast path, and no slow
+		// path (whose SQL takes the same locks) in the transaction.
+		mustExec(t, owner, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, owner)+60_000)
+		mustExec(t, app, "BEGIN")
+		queryInt(t, app, "SELECT snowflake_next_id()")
+		for _, seq := range []string{"snowflake_state", "snowflake_catch_up_guard"} {
+			_, err := owner.Exec(ctx, fmt.Sprintf("ALTER SEQUENCE %s MAXVALUE %d", seq,
+				queryInt(t, owner, "SELECT seqmax FROM pg_sequence WHERE seqrelid = $1::regclass", seq)))
+			var pe *pgconn.PgError
+			if !errors.As(err, &pe) || pe.Code != "55P03" {
+				t.Errorf("transaction %d: ALTER SEQUENCE %s while a session that called snowflake_next_id() is in its transaction: %v; want lock_not_available", tx, seq, err)
+			}
+		}
+		mustExec(t, app, "COMMIT")
+	}
+}
+
+func isInsufficientPrivilege(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "42501"
 }
 
 // TestNativeProcedureAcrossCommits: in a procedure that commits between

@@ -58,7 +58,9 @@
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
 #include "utils/inval.h"
+#include "utils/hsearch.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
@@ -87,10 +89,10 @@ PG_FUNCTION_INFO_V1(sfgen_native_layout);
 #define SF_NODE_MASK ((((uint64) 1 << SF_NODE_BITS) - 1) << SF_SEQUENCE_BITS)
 
 /*
- * One of sfgen's two sequences as a call site reads it: the relation, its
- * file (which cannot change while the site holds the relation's lock and
- * no relation cache invalidation has arrived since it was looked up), and
- * the buffer its page was last found in.
+ * One of sfgen's two sequences as a function reads it: the relation, its
+ * file (which cannot change while the function holds the relation's lock
+ * and no invalidation has arrived since it was looked up), and the buffer
+ * its page was last found in.
  */
 typedef struct SfSeq
 {
@@ -100,65 +102,105 @@ typedef struct SfSeq
 } SfSeq;
 
 /*
- * What one call site (one FmgrInfo: one expression of one statement)
- * knows, in fn_extra. Looked up again at the first call of every
- * transaction (lxid), when the user changes and after any relation cache
- * invalidation (an ALTER SEQUENCE in this very statement, say), so
- * nothing here outlives a transaction, or a change of a sequence's file,
- * unchecked.
+ * What the backend knows of one native snowflake_next_id() (one per
+ * schema), kept for the life of the backend in a hash table keyed by the
+ * function's OID. It is looked up again (check_site()) when the user
+ * changes and after the backend has taken in any invalidation of the
+ * catalog entries it was read from (catalog_invalidations): the
+ * sequences' pg_class rows and options, the functions' pg_proc rows, and
+ * the roles and memberships privileges depend on. Invalidations committed
+ * by other sessions are taken in at the start of every transaction and
+ * whenever a lock is taken, this session's own at every command, so what
+ * is kept is what a lookup at that moment would find. The locks are taken
+ * again at the first call of every transaction.
  */
 typedef struct SfSite
 {
-	LocalTransactionId lxid;	/* the transaction this was checked in */
+	Oid			fn_oid;			/* the hash key: this function's OID */
+	bool		valid;			/* looked up, and not invalidated since */
+	uint64		invalidations;	/* catalog_invalidations when looked up */
 	Oid			user;			/* the user whose privileges were checked */
-	uint64		invalidations;	/* relcache_invalidations when checked */
+	uint64		locked;			/* the transaction holding the sequences' locks */
 	SfSeq		state;			/* <schema>.snowflake_state */
 	bool		state_wal;		/* RelationNeedsWAL() of the state */
 	bool		state_plain;	/* INCREMENT 1, CACHE 1, NO CYCLE: state_nextval() may */
 	int64		state_max;		/* the state's MAXVALUE */
 	SfSeq		guard;			/* <schema>.snowflake_catch_up_guard */
 	Oid			next_state;		/* <schema>.snowflake_next_state() */
-	FmgrInfo	next_state_fn;	/* its fmgr entry (security definer aware) */
+	TransactionId next_state_xmin;	/* and its pg_proc row's version, */
+	ItemPointerData next_state_tid; /* as PL/pgSQL checks it */
+	FmgrInfo   *next_state_fn;	/* its fmgr entry (security definer aware) */
+	MemoryContext next_state_cxt;	/* where that lives */
+	int			slow_calls;		/* calls of it running (a recursion) */
+	Oid			node_fn;		/* <schema>.snowflake_node_bits() */
+	bool		node_constant;	/* its body is "SELECT <n>::bigint" */
+	uint64		node_read;		/* otherwise: the transaction it was called in */
 	uint64		node;			/* the node's bits, masked, in their place */
 } SfSite;
 
-/*
- * The node, per backend, as snowflake_set_node() writes it: the body of a
- * LANGUAGE sql function "SELECT <n>::bigint". Such a body is its value,
- * so the value is kept for as long as the pg_proc row is the same version
- * (xmin and tid, as PL/pgSQL checks its compiled functions), and that is
- * checked at the first call of each transaction, after the invalidations
- * committed before it were taken in: a node change takes effect from the
- * next transaction, as it does for the SQL generator's plans. A body of
- * any other shape is called through fmgr once per transaction instead.
- */
-static struct
-{
-	bool		valid;
-	Oid			oid;
-	TransactionId xmin;
-	ItemPointerData tid;
-	int64		value;
-} node_cache;
+/* The backend's SfSites, by function OID. */
+static HTAB *sites;
 
 /*
- * Relation cache invalidations this backend has taken in (of any
- * relation: they are rare, and a call site only looks its objects up
- * again). One ALTER SEQUENCE can give a sequence a new file, also in the
- * middle of a statement of the transaction that holds its lock.
+ * Invalidations this backend has taken in of the catalog entries an
+ * SfSite is read from: any relation, any function, any sequence's
+ * options, any role or membership. They are rare, and a site is only
+ * looked up again. One ALTER SEQUENCE can give a sequence a new file,
+ * also in the middle of a statement of the transaction that holds its
+ * lock: the command's end takes its invalidation in.
  */
-static uint64 relcache_invalidations;
+static uint64 catalog_invalidations;
+
+/*
+ * This backend's transaction: a number that grows by one at every end of
+ * one (unlike a LocalTransactionId, it never comes round again).
+ */
+static uint64 transaction = 1;
+
+static void
+transaction_ended(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			transaction++;
+			break;
+		default:
+			break;
+	}
+}
 
 static void
 relcache_invalidated(Datum arg, Oid relid)
 {
-	relcache_invalidations++;
+	catalog_invalidations++;
+}
+
+static void
+syscache_invalidated(Datum arg, int cacheid, uint32 hashvalue)
+{
+	catalog_invalidations++;
 }
 
 void
 _PG_init(void)
 {
+	HASHCTL		ctl;
+
+	RegisterXactCallback(transaction_ended, NULL);
 	CacheRegisterRelcacheCallback(relcache_invalidated, (Datum) 0);
+	CacheRegisterSyscacheCallback(PROCOID, syscache_invalidated, (Datum) 0);
+	CacheRegisterSyscacheCallback(SEQRELID, syscache_invalidated, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHOID, syscache_invalidated, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHMEMMEMROLE, syscache_invalidated, (Datum) 0);
+	CacheRegisterSyscacheCallback(AUTHMEMROLEMEM, syscache_invalidated, (Datum) 0);
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(SfSite);
+	sites = hash_create("sfgen native snowflake_next_id()", 8, &ctl, HASH_ELEM | HASH_BLOBS);
 }
 
 /* The schema's name, for messages. */
@@ -310,24 +352,27 @@ call_bigint(FmgrInfo *fn, const char *name)
 	return DatumGetInt64(result);
 }
 
-/* The node's bits for this transaction (see node_cache). */
-static uint64
-read_node(Oid nsp, Oid owner)
+/*
+ * The node, as snowflake_set_node() writes it: the body of a LANGUAGE sql
+ * function "SELECT <n>::bigint". Such a body is its value, so the value
+ * is read from the body (the function is not called) and kept until an
+ * invalidation of pg_proc is taken in: a node change takes effect from the
+ * caller's next transaction, as it does for the SQL generator's plans. A
+ * body of any other shape (the PL/pgSQL function that raises SF201 until a
+ * node is set, say) is called through fmgr once per transaction, and its
+ * errors reach the caller unchanged (node_call()).
+ */
+static void
+read_node(SfSite *site, Oid nsp, Oid owner)
 {
 	HeapTuple	tup = lookup_function("snowflake_node_bits", nsp, owner);
 	Form_pg_proc proc = (Form_pg_proc) GETSTRUCT(tup);
-	TransactionId xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
-	Oid			oid = proc->oid;
 	int64		value;
 	bool		isnull;
 
-	if (node_cache.valid && node_cache.oid == oid && node_cache.xmin == xmin &&
-		ItemPointerEquals(&node_cache.tid, &tup->t_self))
-	{
-		ReleaseSysCache(tup);
-		return (uint64) node_cache.value & SF_NODE_MASK;
-	}
-	node_cache.valid = false;
+	site->node_fn = proc->oid;
+	site->node_constant = false;
+	site->node_read = 0;
 	if (proc->prolang == SQLlanguageId)
 	{
 		Datum		src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
@@ -335,45 +380,47 @@ read_node(Oid nsp, Oid owner)
 		(void) SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosqlbody, &isnull);
 		if (isnull && parse_constant_body(TextDatumGetCString(src), &value))
 		{
-			node_cache.oid = oid;
-			node_cache.xmin = xmin;
-			node_cache.tid = tup->t_self;
-			node_cache.value = value;
-			node_cache.valid = true;
-			ReleaseSysCache(tup);
-			return (uint64) value & SF_NODE_MASK;
+			site->node = (uint64) value & SF_NODE_MASK;
+			site->node_constant = true;
 		}
 	}
 	ReleaseSysCache(tup);
-	/*
-	 * Any other body (a PL/pgSQL function that raises until the node is
-	 * set, say): call it, and let its errors through. Not kept past this
-	 * transaction.
-	 */
-	{
-		FmgrInfo	fn;
+}
 
-		fmgr_info(oid, &fn);
-		value = call_bigint(&fn, "snowflake_node_bits");
-	}
-	return (uint64) value & SF_NODE_MASK;
+/* Calls snowflake_node_bits() of another shape, once per transaction. */
+static void
+node_call(SfSite *site)
+{
+	FmgrInfo	fn;
+
+	fmgr_info(site->node_fn, &fn);
+	site->node = (uint64) call_bigint(&fn, "snowflake_node_bits") & SF_NODE_MASK;
+	site->node_read = transaction;
 }
 
 /*
  * Takes seq's lock for the rest of the transaction, as sequence.c takes a
  * sequence's: under the top transaction's resource owner, so that a
- * rolled-back subtransaction does not release it while this call site
- * still uses the sequence without locking it again. Then notes its file.
+ * rolled-back subtransaction does not release it while the function
+ * still uses the sequence without locking it again.
  */
 static void
-open_sequence(SfSeq *seq)
+lock_sequence(SfSeq *seq)
 {
 	ResourceOwner current = CurrentResourceOwner;
-	Relation	rel;
 
 	CurrentResourceOwner = TopTransactionResourceOwner;
 	LockRelationOid(seq->relid, RowExclusiveLock);
 	CurrentResourceOwner = current;
+}
+
+/* Locks seq (lock_sequence()) and notes its file. */
+static void
+open_sequence(SfSeq *seq)
+{
+	Relation	rel;
+
+	lock_sequence(seq);
 	rel = relation_open(seq->relid, NoLock);
 	seq->node = rel->rd_node;
 	relation_close(rel, NoLock);
@@ -418,32 +465,39 @@ sequence_tuple(SfSeq *seq, Buffer buf, HeapTuple tuple)
 	return (Form_pg_sequence_data) GETSTRUCT(tuple);
 }
 
-/* Looks up (again) what the call site needs, for this transaction. */
+/*
+ * Looks up (again) what the function needs, and takes the sequences'
+ * locks for this transaction. The site is valid only once all of it is
+ * done: an error midway leaves it to be looked up again.
+ */
 static void
-check_site(SfSite *site, FmgrInfo *flinfo)
+check_site(SfSite *site)
 {
 	HeapTuple	tup;
 	Form_pg_proc self;
 	Oid			nsp;
 	Oid			owner;
-	Oid			next_state;
 
-	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(flinfo->fn_oid));
+	site->valid = false;
+	/* Taken first, so that what follows is looked up after it. */
+	site->invalidations = catalog_invalidations;
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(site->fn_oid));
 	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for function %u", flinfo->fn_oid);
+		elog(ERROR, "cache lookup failed for function %u", site->fn_oid);
 	self = (Form_pg_proc) GETSTRUCT(tup);
 	nsp = self->pronamespace;
 	owner = self->proowner;
 	ReleaseSysCache(tup);
 
-	/* Taken in first, so that what follows is looked up after them. */
-	site->invalidations = relcache_invalidations;
 	site->state.relid = lookup_sequence("snowflake_state", nsp, owner);
 	site->guard.relid = lookup_sequence("snowflake_catch_up_guard", nsp, owner);
 	/*
 	 * The privileges nextval() and pg_sequence_last_value() check on every
-	 * call, checked here once per call site, transaction and user, as the
-	 * executor checks EXECUTE on a function once per statement.
+	 * call, checked here once for as long as no invalidation of the
+	 * catalog entries they depend on (the sequences' ACLs and owners, the
+	 * user's roles) has been taken in: a REVOKE takes effect from the
+	 * caller's next transaction, as the executor checks EXECUTE on a
+	 * function once per statement.
 	 */
 	if (pg_class_aclcheck(site->state.relid, GetUserId(), ACL_USAGE | ACL_UPDATE) != ACLCHECK_OK)
 		ereport(ERROR,
@@ -461,6 +515,7 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 	 */
 	open_sequence(&site->state);
 	open_sequence(&site->guard);
+	site->locked = transaction;
 	{
 		Relation	rel = relation_open(site->state.relid, NoLock);
 		HeapTuple	stup;
@@ -468,7 +523,6 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 
 		site->state_wal = RelationNeedsWAL(rel);
 		relation_close(rel, NoLock);
-		/* Its options: ALTER SEQUENCE conflicts with the lock, as above. */
 		stup = SearchSysCache1(SEQRELID, ObjectIdGetDatum(site->state.relid));
 		if (!HeapTupleIsValid(stup))
 			elog(ERROR, "cache lookup failed for sequence %u", site->state.relid);
@@ -477,17 +531,50 @@ check_site(SfSite *site, FmgrInfo *flinfo)
 		site->state_max = form->seqmax;
 		ReleaseSysCache(stup);
 	}
+
+	/*
+	 * The slow path's fmgr entry is made again only when its pg_proc row
+	 * is another (fmgr_security_definer() keeps the owner and the
+	 * search_path it sets in it); an old one still running, in a
+	 * recursion, is left alone.
+	 */
 	tup = lookup_function("snowflake_next_state", nsp, owner);
-	next_state = ((Form_pg_proc) GETSTRUCT(tup))->oid;
-	ReleaseSysCache(tup);
-	if (next_state != site->next_state)
+	if (site->next_state_fn == NULL ||
+		site->next_state != ((Form_pg_proc) GETSTRUCT(tup))->oid ||
+		site->next_state_xmin != HeapTupleHeaderGetRawXmin(tup->t_data) ||
+		!ItemPointerEquals(&site->next_state_tid, &tup->t_self))
 	{
-		fmgr_info_cxt(next_state, &site->next_state_fn, flinfo->fn_mcxt);
-		site->next_state = next_state;
+		MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
+												  "sfgen native snowflake_next_state()",
+												  ALLOCSET_SMALL_SIZES);
+		FmgrInfo   *fn = MemoryContextAllocZero(cxt, sizeof(FmgrInfo));
+		Oid			oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+
+		site->next_state_xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
+		site->next_state_tid = tup->t_self;
+		ReleaseSysCache(tup);
+		PG_TRY();
+		{
+			fmgr_info_cxt(oid, fn, cxt);
+		}
+		PG_CATCH();
+		{
+			MemoryContextDelete(cxt);
+			PG_RE_THROW();
+		}
+		PG_END_TRY();
+		if (site->next_state_cxt != NULL && site->slow_calls == 0)
+			MemoryContextDelete(site->next_state_cxt);
+		site->next_state_cxt = cxt;
+		site->next_state_fn = fn;
+		site->next_state = oid;
+		site->slow_calls = 0;
 	}
-	site->node = read_node(nsp, owner);
+	else
+		ReleaseSysCache(tup);
+	read_node(site, nsp, owner);
 	site->user = GetUserId();
-	site->lxid = MyProc->lxid;
+	site->valid = true;
 }
 
 /*
@@ -646,19 +733,51 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 
 	if (site == NULL)
 	{
-		site = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(SfSite));
+		bool		found;
+
+		site = hash_search(sites, &fcinfo->flinfo->fn_oid, HASH_ENTER, &found);
+		if (!found)
+		{
+			Oid			fn_oid = site->fn_oid;
+
+			memset(site, 0, sizeof(SfSite));
+			site->fn_oid = fn_oid;
+		}
 		fcinfo->flinfo->fn_extra = site;
 	}
-	if (site->lxid != MyProc->lxid || site->lxid == InvalidLocalTransactionId ||
-		site->user != GetUserId() || site->invalidations != relcache_invalidations)
-		check_site(site, fcinfo->flinfo);
+	/* The locks first: taking them takes in what was committed before. */
+	if (site->valid && site->locked != transaction)
+	{
+		lock_sequence(&site->state);
+		lock_sequence(&site->guard);
+		site->locked = transaction;
+	}
+	if (!site->valid || site->invalidations != catalog_invalidations ||
+		site->user != GetUserId() || site->locked != transaction)
+		check_site(site);
+	if (!site->node_constant && site->node_read != transaction)
+		node_call(site);
 
 	/* The guard first, then the state: never a value taken after reading 0. */
 	guard = read_guard(site, &guard_null);
 	if (!guard_null && fast_path(guard))
 		state = state_nextval(site);
 	else
-		state = call_bigint(&site->next_state_fn, "snowflake_next_state");
+	{
+		FmgrInfo   *fn = site->next_state_fn;
+
+		site->slow_calls++;
+		PG_TRY();
+		{
+			state = call_bigint(fn, "snowflake_next_state");
+		}
+		PG_FINALLY();
+		{
+			if (fn == site->next_state_fn)
+				site->slow_calls--;
+		}
+		PG_END_TRY();
+	}
 
 	if (state < SF_MIN_STATE || state > SF_MAX_STATE)
 		ereport(ERROR,
