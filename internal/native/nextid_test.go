@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -517,6 +518,39 @@ func TestNativeEndOfTheState(t *testing.T) {
 		if !errors.As(err, &pgErr) || pgErr.Code != "2200H" {
 			t.Fatalf("call %d after the state's last value: %d, %v; want SQLSTATE 2200H", i+1, got, err)
 		}
+	}
+}
+
+// TestNativeWALAfterMinimalWALTransaction: under wal_level=minimal a
+// state given a new file in a transaction needs no WAL in it (its file is
+// synced at commit); in the transactions after it, of the same backend,
+// it needs WAL again, with no invalidation to say so. The IDs of those
+// transactions survive a crash.
+func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
+	so := library(t, tw)
+	cluster := pgtest.Server(t, pgcluster.WithSetting("wal_level", "minimal"), pgcluster.WithSetting("max_wal_senders", "0"))
+	dsn := cluster.DSN()
+	ctx := context.Background()
+	conn := connect(t, dsn)
+	installNative(t, conn, sqlgen.Options{}, so, false)
+	maxState := queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")
+	mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+600_000)
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, fmt.Sprintf("ALTER SEQUENCE snowflake_state MAXVALUE %d", maxState)) // a new file, in this transaction
+	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+60_000)<<12)
+	queryInt(t, conn, "SELECT snowflake_next_id()")
+	mustExec(t, conn, "COMMIT")
+	var last int64
+	for range 100 {
+		last = queryInt(t, conn, "SELECT snowflake_next_id()")
+	}
+	conn.Close(ctx)
+	if err := cluster.Restart(ctx, true); err != nil {
+		t.Fatalf("crash: %v", err)
+	}
+	conn = connect(t, dsn)
+	if next := queryInt(t, conn, "SELECT snowflake_next_id()"); next <= last {
+		t.Fatalf("after a crash, next ID %d <= %d before it", next, last)
 	}
 }
 

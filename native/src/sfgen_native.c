@@ -746,7 +746,16 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 		}
 		fcinfo->flinfo->fn_extra = site;
 	}
-	/* The locks first: taking them takes in what was committed before. */
+	/*
+	 * The locks first: taking them takes in what was committed before. A
+	 * state that needed no WAL (one given a new file in its transaction
+	 * under wal_level=minimal) needs it again once that transaction ends.
+	 * That transaction's own invalidations, which the backend takes in
+	 * again at the start of the next, make it looked up again; this does
+	 * not rely on them.
+	 */
+	if (site->valid && site->locked != transaction && !site->state_wal)
+		site->valid = false;
 	if (site->valid && site->locked != transaction)
 	{
 		lock_sequence(&site->state);
