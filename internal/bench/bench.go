@@ -12,6 +12,12 @@
 // generator's own WAL, apart from the row's), and how far the time in each
 // ID lags the clock_timestamp() that the same row stored.
 //
+// With Config.Native the native generator, snowflake_next_id_native(),
+// is a third variant, and Config.Compare adds any other function of no
+// arguments as the DEFAULT of a bigint id (a peer's generator, such as
+// pgEdge's snowflake.nextval()): every variant runs in the same
+// alternating rounds, each round in another order of them all.
+//
 // Run then measures one statement: an INSERT ... SELECT of many rows
 // into a fresh table of each shape, the variants alternating from run to
 // run, in microseconds per row (what a bulk load pays for its IDs).
@@ -27,6 +33,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -40,6 +47,32 @@ import (
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
+
+// ErrCompareUnusable is wrapped, with PostgreSQL's error, by the
+// *CompareError that Run returns when a function of Config.Compare cannot
+// be the DEFAULT of a bigint column.
+var ErrCompareUnusable = errors.New("compared function cannot be the default of a bigint column")
+
+// A CompareError reports a function of Config.Compare that cannot be the
+// DEFAULT of a bigint column: there is none of that name callable with no
+// arguments where the bench sessions look (search_path is pg_catalog,
+// pg_temp: see package connect), or its result is not assignable to
+// bigint. Err is PostgreSQL's error.
+type CompareError struct {
+	Func FuncName
+	Err  error
+}
+
+func (e *CompareError) Error() string {
+	msg := fmt.Sprintf("compare function %s cannot be the DEFAULT of a bigint column (it must be callable with no arguments and return a value assignable to bigint)", e.Func.Text)
+	if e.Func.Schema == "" {
+		msg += "; an unqualified name is looked up only in pg_catalog and pg_temp, the bench sessions' search_path: qualify it with its schema (schema.name)"
+	}
+	return msg + ": " + e.Err.Error()
+}
+
+// Unwrap returns ErrCompareUnusable and PostgreSQL's error.
+func (e *CompareError) Unwrap() []error { return []error{ErrCompareUnusable, e.Err} }
 
 // ErrNoNative is returned by Run with Config.Native when the schema has no
 // snowflake_next_id_native().
@@ -59,6 +92,8 @@ const (
 	MaxStatementRows     = 10_000_000 // the most StatementRows may ask for
 	DefaultStatementRuns = 5          // its runs per variant when StatementRuns is 0
 	MaxStatementRuns     = 100
+
+	MaxCompare = 4 // the most functions Config.Compare may name
 )
 
 // Config says what to measure.
@@ -88,13 +123,23 @@ type Config struct {
 	// Native adds a third variant: Schema's snowflake_next_id_native(),
 	// the native generator installed beside the SQL one
 	// (native.InstallSideBySide), on the same state.
-	Native   bool
+	Native bool
+	// Compare names other functions to measure as the DEFAULT of a bigint
+	// id, each one more variant after the others, at most MaxCompare of
+	// them: name or schema.name, as ParseFuncName reads it (the DEFAULT is
+	// written from the parsed parts, quoted). Each must be callable with
+	// no arguments (defaults allowed). The bench sessions' search_path is
+	// pg_catalog, pg_temp, so an unqualified name is found only there:
+	// qualify a function of any other schema.
+	Compare  []string
 	Progress io.Writer // progress lines; nil means none
+
+	compare []FuncName // Compare, parsed by Normalize
 }
 
 // A Variant is one side of the comparison.
 type Variant struct {
-	Name      string    `json:"name"`      // bigserial, snowflake_next_id or snowflake_next_id_native
+	Name      string    `json:"name"`      // bigserial, snowflake_next_id, snowflake_next_id_native, or a compared function as written: snowflake.nextval()
 	Rows      int64     `json:"rows"`      // rows inserted in the measured rounds
 	Seconds   float64   `json:"seconds"`   // measured time
 	TPS       float64   `json:"tps"`       // Rows / Seconds
@@ -140,6 +185,23 @@ type Result struct {
 	Native            *Variant  `json:"snowflake_next_id_native,omitempty"`
 	NativeRatio       float64   `json:"native_ratio,omitempty"`
 	NativeRoundRatios []float64 `json:"native_round_ratios,omitempty"`
+	// Compared holds the variants of Config.Compare, in its order.
+	Compared []Compared `json:"compared,omitempty"`
+}
+
+// Compared is one function of Config.Compare, measured as the DEFAULT of
+// a bigint id beside the others, in JSON:
+//
+//	{"variant": {"name": "snowflake.nextval()", "rows": ..., ...},
+//	 "default": "\"snowflake\".\"nextval\"()", "ratio": 0.97, "round_ratios": [...]}
+//
+// Its one-statement runs are in Statement.Compared.
+type Compared struct {
+	Variant Variant `json:"variant"` // Name is the function as written, with ()
+	Default string  `json:"default"` // the DEFAULT expression, as Run wrote it
+	Ratio   float64 `json:"ratio"`   // Variant.TPS / Bigserial.TPS
+	// RoundRatios are its rate over bigserial's in each round.
+	RoundRatios []float64 `json:"round_ratios"`
 }
 
 // Statement is what one INSERT ... SELECT of Rows rows into a fresh table
@@ -160,39 +222,100 @@ type Statement struct {
 	NativeUs            []float64 `json:"snowflake_next_id_native_us_per_row,omitempty"`
 	NativeMedianUs      float64   `json:"snowflake_next_id_native_median_us,omitempty"`
 	NativeExtraMedianUs float64   `json:"native_extra_median_us,omitempty"`
+	// Compared holds the runs of Config.Compare's functions, in its order.
+	Compared []ComparedStatement `json:"compared,omitempty"`
 }
 
-// The variants, in the order of Run's slices: bigserial, the SQL
-// generator, and with Config.Native the native one.
+// ComparedStatement is the one-statement measurement of one function of
+// Config.Compare.
+type ComparedStatement struct {
+	Name          string    `json:"name"`       // the function as written, with (): snowflake.nextval()
+	Us            []float64 `json:"us_per_row"` // each run's
+	MedianUs      float64   `json:"median_us"`
+	ExtraMedianUs float64   `json:"extra_median_us"` // the median of each run's difference from bigserial's
+}
+
+// A kind is what a variant's id is.
+type kind int
+
 const (
-	variantBigserial = iota
-	variantSQL
-	variantNative
+	kindBigserial kind = iota // id bigserial
+	kindSQL                   // DEFAULT snowflake_next_id()
+	kindNative                // DEFAULT snowflake_next_id_native()
+	kindCompared              // DEFAULT a function of Config.Compare
 )
 
-// idDefault is a variant's id column, in schema (quoted).
-func idDefault(v int, schema string) string {
-	switch v {
-	case variantSQL:
-		return "id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id()"
-	case variantNative:
-		return "id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id_native()"
-	}
-	return "id bigserial PRIMARY KEY"
+// A variant is one side of the comparison as Run measures it: its kind,
+// its id column's DEFAULT, the suffix of its scratch table's name, and
+// where its figures go. Run's variants are bigserial, the SQL generator,
+// with Config.Native the native one, then Config.Compare's functions.
+type variant struct {
+	kind   kind
+	def    string // the DEFAULT expression, quoted; "" for bigserial
+	suffix string // of its scratch table's name
+	res    *Variant
+	fn     FuncName // the function of a kindCompared
 }
 
-// orders returns the order the n variants run in, round after round: every
-// permutation in turn, so that each variant runs first, last and between
-// the others equally often.
+// idColumn is v's id column.
+func (v variant) idColumn() string {
+	if v.kind == kindBigserial {
+		return "id bigserial PRIMARY KEY"
+	}
+	return "id bigint PRIMARY KEY DEFAULT " + v.def
+}
+
+// variants returns the variants that cfg (normalized) asks for, in
+// schema (quoted), with their figures in res (whose Native and Compared
+// it sets).
+func variants(cfg Config, schema string, res *Result) []variant {
+	vs := []variant{
+		{kind: kindBigserial, suffix: "_bigserial", res: &res.Bigserial},
+		{kind: kindSQL, def: schema + ".snowflake_next_id()", suffix: "_snowflake", res: &res.Snowflake},
+	}
+	if cfg.Native {
+		res.Native = &Variant{Name: "snowflake_next_id_native", SeqWALPerID: -1}
+		vs = append(vs, variant{kind: kindNative, def: schema + ".snowflake_next_id_native()", suffix: "_native", res: res.Native})
+	}
+	if len(cfg.compare) > 0 {
+		res.Compared = make([]Compared, len(cfg.compare))
+	}
+	for i, f := range cfg.compare {
+		res.Compared[i] = Compared{Variant: Variant{Name: f.Text, SeqWALPerID: -1}, Default: f.Call()}
+		vs = append(vs, variant{kind: kindCompared, def: f.Call(), suffix: fmt.Sprintf("_compare%d", i+1), res: &res.Compared[i].Variant, fn: f})
+	}
+	return vs
+}
+
+// orders returns the order the n variants run in, round after round:
+// every permutation once, so that each variant runs first, last and
+// between the others equally often. They come in blocks of n, the
+// rotations of one order, so that in every n rounds from the first each
+// variant runs once in each place, however few rounds there are of the
+// n! orders.
 func orders(n int) [][]int {
-	if n == 1 {
-		return [][]int{{0}}
+	var out [][]int
+	for _, rest := range permutations(n - 1) {
+		p := []int{0}
+		for _, v := range rest {
+			p = append(p, v+1)
+		}
+		for r := range n {
+			out = append(out, append(slices.Clone(p[r:]), p[:r]...))
+		}
+	}
+	return out
+}
+
+// permutations returns every permutation of 0..n-1.
+func permutations(n int) [][]int {
+	if n == 0 {
+		return [][]int{{}}
 	}
 	var out [][]int
-	for _, rest := range orders(n - 1) {
-		for i := 0; i < n; i++ {
-			p := append(append(append([]int{}, rest[:i]...), n-1), rest[i:]...)
-			out = append(out, p)
+	for _, rest := range permutations(n - 1) {
+		for i := 0; i <= len(rest); i++ {
+			out = append(out, append(append(append([]int{}, rest[:i]...), n-1), rest[i:]...))
 		}
 	}
 	return out
@@ -244,6 +367,22 @@ func (c *Config) Normalize() error {
 	if c.StatementRuns < 1 || c.StatementRuns > MaxStatementRuns {
 		return fmt.Errorf("statement runs %d out of range [1, %d]", c.StatementRuns, MaxStatementRuns)
 	}
+	if len(c.Compare) > MaxCompare {
+		return fmt.Errorf("%d compare functions; at most %d", len(c.Compare), MaxCompare)
+	}
+	c.compare = nil
+	for _, s := range c.Compare {
+		f, err := ParseFuncName(s)
+		if err != nil {
+			return err
+		}
+		for _, g := range c.compare {
+			if g.Schema == f.Schema && g.Name == f.Name {
+				return fmt.Errorf("compare function %s twice (as %s and %s)", f.Call(), g.Text, f.Text)
+			}
+		}
+		c.compare = append(c.compare, f)
+	}
 	return nil
 }
 
@@ -290,9 +429,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first): %w", cfg.Schema, err)
 	}
 
-	n := 2
 	if cfg.Native {
-		n = 3
 		var ok bool
 		if err := pool.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", schema+".snowflake_next_id_native()").Scan(&ok); err != nil {
 			return nil, err
@@ -300,9 +437,9 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		if !ok {
 			return nil, fmt.Errorf("no %s.snowflake_next_id_native(): install the native generator beside the SQL one first (without a database, sfgen bench --native does it in its throwaway PostgreSQL): %w", cfg.Schema, ErrNoNative)
 		}
-		res.Native = &Variant{Name: "snowflake_next_id_native", SeqWALPerID: -1}
 	}
-	tables, drop, err := createScratchTables(ctx, pool, schema, n)
+	vs := variants(cfg, schema, res)
+	tables, drop, err := createScratchTables(ctx, pool, schema, vs)
 	defer drop()
 	if err != nil {
 		return nil, err
@@ -316,10 +453,6 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 		defer conns[i].Release()
 	}
-	variants := []*Variant{&res.Bigserial, &res.Snowflake}
-	if res.Native != nil {
-		variants = append(variants, res.Native)
-	}
 	var inserts []string
 	for _, t := range tables {
 		inserts = append(inserts, "INSERT INTO "+t+" (client) VALUES ($1)")
@@ -328,33 +461,32 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	// Warm up each: connections, prepared statements, caches.
 	warm := min(time.Second, cfg.Duration/20)
 	fmt.Fprintf(progress, "warming up %v per variant\n", warm)
-	for v := range variants {
-		if _, err := insertFor(ctx, conns, inserts[v], warm); err != nil {
-			return nil, err
+	for i, v := range vs {
+		if _, err := insertFor(ctx, conns, inserts[i], warm); err != nil {
+			return nil, fmt.Errorf("inserts with %s: %w", v.res.Name, err)
 		}
 	}
-	spans, err := runRounds(ctx, pool, conns, inserts, variants, cfg, progress)
+	spans, err := runRounds(ctx, pool, conns, inserts, vs, cfg, progress)
 	if err != nil {
 		return nil, err
 	}
 	if walinspect != "" {
-		if err := sequenceWALs(ctx, pool, walinspect, variants, spans); err != nil {
+		if err := sequenceWALs(ctx, pool, walinspect, vs, spans); err != nil {
 			fmt.Fprintf(progress, "pg_walinspect failed, no sequence WAL figures: %v\n", err)
 		}
 	}
-	for _, vr := range variants {
+	for _, v := range vs {
+		vr := v.res
 		vr.TPS = float64(vr.Rows) / vr.Seconds
 		vr.WALPerRow = float64(vr.WALBytes) / float64(vr.Rows)
 	}
-	res.Ratio = res.Snowflake.TPS / res.Bigserial.TPS
-	for i := range res.Bigserial.RoundTPS {
-		res.RoundRatios = append(res.RoundRatios, res.Snowflake.RoundTPS[i]/res.Bigserial.RoundTPS[i])
-	}
+	res.Ratio, res.RoundRatios = ratios(&res.Snowflake, &res.Bigserial)
 	if res.Native != nil {
-		res.NativeRatio = res.Native.TPS / res.Bigserial.TPS
-		for i := range res.Bigserial.RoundTPS {
-			res.NativeRoundRatios = append(res.NativeRoundRatios, res.Native.RoundTPS[i]/res.Bigserial.RoundTPS[i])
-		}
+		res.NativeRatio, res.NativeRoundRatios = ratios(res.Native, &res.Bigserial)
+	}
+	for i := range res.Compared {
+		c := &res.Compared[i]
+		c.Ratio, c.RoundRatios = ratios(&c.Variant, &res.Bigserial)
 	}
 
 	fmt.Fprintf(progress, "measuring the lag\n")
@@ -362,45 +494,62 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 	if cfg.StatementRows > 0 {
-		if res.Statement, err = runStatements(ctx, pool, schema, cfg, n, progress); err != nil {
+		if res.Statement, err = runStatements(ctx, pool, schema, vs, cfg, progress); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
 }
 
+// ratios returns v's rate over base's, overall and in each round.
+func ratios(v, base *Variant) (float64, []float64) {
+	var rounds []float64
+	for i := range base.RoundTPS {
+		rounds = append(rounds, v.RoundTPS[i]/base.RoundTPS[i])
+	}
+	return v.TPS / base.TPS, rounds
+}
+
 // runStatements measures one INSERT ... SELECT of cfg.StatementRows rows
-// per variant (n of them) into a fresh table of its shape,
-// cfg.StatementRuns times, in the orders rounds use; each table is dropped
-// after its run.
-func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, cfg Config, n int, progress io.Writer) (*Statement, error) {
+// per variant of vs into a fresh table of its shape, cfg.StatementRuns
+// times, in the orders rounds use; each table is dropped after its run.
+func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, vs []variant, cfg Config, progress io.Writer) (*Statement, error) {
 	st := &Statement{Rows: cfg.StatementRows, Runs: cfg.StatementRuns}
-	per := []*[]float64{&st.BigserialUs, &st.SnowflakeUs, &st.NativeUs}[:n]
-	names := []string{"bigserial", "snowflake_next_id", "snowflake_next_id_native"}
-	perm := orders(n)
+	per := make([][]float64, len(vs))
+	perm := orders(len(vs))
 	for r := range cfg.StatementRuns {
-		for _, v := range perm[r%len(perm)] {
-			us, err := oneStatement(ctx, pool, schema, v, cfg.StatementRows)
+		for _, i := range perm[r%len(perm)] {
+			us, err := oneStatement(ctx, pool, schema, vs[i], cfg.StatementRows)
 			if err != nil {
 				return nil, err
 			}
-			*per[v] = append(*per[v], us)
-			fmt.Fprintf(progress, "statement %d/%d %-24s %7.3f us/row\n", r+1, cfg.StatementRuns, names[v], us)
+			per[i] = append(per[i], us)
+			fmt.Fprintf(progress, "statement %d/%d %-24s %7.3f us/row\n", r+1, cfg.StatementRuns, vs[i].res.Name, us)
 		}
 	}
 	extra := func(us []float64) float64 {
 		diffs := make([]float64, len(us))
 		for i := range diffs {
-			diffs[i] = us[i] - st.BigserialUs[i]
+			diffs[i] = us[i] - per[0][i]
 		}
 		return quantile(diffs, 0.5)
 	}
-	st.BigserialMedianUs = quantile(st.BigserialUs, 0.5)
-	st.SnowflakeMedianUs = quantile(st.SnowflakeUs, 0.5)
-	st.ExtraMedianUs = extra(st.SnowflakeUs)
-	if n > variantNative {
-		st.NativeMedianUs = quantile(st.NativeUs, 0.5)
-		st.NativeExtraMedianUs = extra(st.NativeUs)
+	for i, v := range vs {
+		switch v.kind {
+		case kindBigserial:
+			st.BigserialUs = per[i]
+			st.BigserialMedianUs = quantile(per[i], 0.5)
+		case kindSQL:
+			st.SnowflakeUs = per[i]
+			st.SnowflakeMedianUs = quantile(per[i], 0.5)
+			st.ExtraMedianUs = extra(per[i])
+		case kindNative:
+			st.NativeUs = per[i]
+			st.NativeMedianUs = quantile(per[i], 0.5)
+			st.NativeExtraMedianUs = extra(per[i])
+		case kindCompared:
+			st.Compared = append(st.Compared, ComparedStatement{Name: v.res.Name, Us: per[i], MedianUs: quantile(per[i], 0.5), ExtraMedianUs: extra(per[i])})
+		}
 	}
 	return st, nil
 }
@@ -408,7 +557,7 @@ func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, cfg C
 // oneStatement creates a fresh scratch table of variant v's shape,
 // inserts rows into it in one statement, drops it, and returns the
 // statement's microseconds per row.
-func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v, rows int) (float64, error) {
+func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v variant, rows int) (float64, error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	table := schema + "." + pgident.Quote("sfgen_bench_stmt_"+hex.EncodeToString(suffix))
@@ -417,21 +566,21 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v, row
 		defer cancel()
 		pool.Exec(cctx, "DROP TABLE IF EXISTS "+table)
 	}()
-	if _, err := pool.Exec(ctx, scratchTable(table, schema, v)); err != nil {
-		return 0, fmt.Errorf("create scratch table: %w", err)
+	if _, err := pool.Exec(ctx, scratchTable(table, v)); err != nil {
+		return 0, v.createError(err)
 	}
 	t0 := time.Now()
 	if _, err := pool.Exec(ctx, "INSERT INTO "+table+" (client) SELECT 0 FROM pg_catalog.generate_series(1, $1::integer)", rows); err != nil {
-		return 0, fmt.Errorf("one-statement insert: %w", err)
+		return 0, fmt.Errorf("one-statement insert, %s: %w", v.res.Name, err)
 	}
 	return float64(time.Since(t0).Microseconds()) / float64(rows), nil
 }
 
 // scratchTable is the CREATE TABLE of a scratch table (quoted, qualified)
-// with variant v's id, from schema (quoted).
-func scratchTable(table, schema string, v int) string {
+// with variant v's id.
+func scratchTable(table string, v variant) string {
 	return `CREATE TABLE ` + table + ` (
-			` + idDefault(v, schema) + `,
+			` + v.idColumn() + `,
 			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 			client integer NOT NULL)`
 }
@@ -457,16 +606,25 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	return pool, nil
 }
 
-// createScratchTables creates the tables the n variants insert into, in
+// createError is the error of creating a table with v's id: for a
+// compared function, a *CompareError.
+func (v variant) createError(err error) error {
+	if v.kind == kindCompared {
+		return &CompareError{Func: v.fn, Err: err}
+	}
+	return fmt.Errorf("create scratch table: %w", err)
+}
+
+// createScratchTables creates the tables the variants vs insert into, in
 // schema (quoted), under a random name, and returns their qualified names
 // and a function that drops them, to be called however Run ends (also
 // when the creation failed halfway).
-func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string, n int) (tables []string, drop func(), err error) {
+func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string, vs []variant) (tables []string, drop func(), err error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
-	for _, name := range []string{"_bigserial", "_snowflake", "_native"}[:n] {
-		tables = append(tables, schema+"."+pgident.Quote(base+name))
+	for _, v := range vs {
+		tables = append(tables, schema+"."+pgident.Quote(base+v.suffix))
 	}
 	drop = func() {
 		// The caller's context may be what ended the run.
@@ -477,8 +635,8 @@ func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string,
 		}
 	}
 	for i, t := range tables {
-		if _, err := pool.Exec(ctx, scratchTable(t, schema, i)); err != nil {
-			return tables, drop, fmt.Errorf("create scratch table: %w", err)
+		if _, err := pool.Exec(ctx, scratchTable(t, vs[i])); err != nil {
+			return tables, drop, vs[i].createError(err)
 		}
 	}
 	return tables, drop, nil
@@ -487,10 +645,10 @@ func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string,
 // runRounds runs cfg.Rounds rounds of every variant, in the orders of
 // orders(), adds each round's rows, time and WAL to its variant, and
 // returns each variant's rounds as WAL start and end positions.
-func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, inserts []string, variants []*Variant, cfg Config, progress io.Writer) (spans [][][2]string, err error) {
+func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, inserts []string, vs []variant, cfg Config, progress io.Writer) (spans [][][2]string, err error) {
 	round := cfg.Duration / time.Duration(cfg.Rounds)
-	spans = make([][][2]string, len(variants))
-	perm := orders(len(variants))
+	spans = make([][][2]string, len(vs))
+	perm := orders(len(vs))
 	for r := range cfg.Rounds {
 		for _, v := range perm[r%len(perm)] {
 			start, err := walLSN(ctx, pool)
@@ -501,7 +659,7 @@ func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, i
 			n, err := insertFor(ctx, conns, inserts[v], round)
 			el := time.Since(t0).Seconds()
 			if err != nil {
-				return spans, err
+				return spans, fmt.Errorf("inserts with %s: %w", vs[v].res.Name, err)
 			}
 			end, err := walLSN(ctx, pool)
 			if err != nil {
@@ -511,7 +669,7 @@ func runRounds(ctx context.Context, pool *pgxpool.Pool, conns []*pgxpool.Conn, i
 			if err := pool.QueryRow(ctx, "SELECT pg_catalog.pg_wal_lsn_diff($2::pg_lsn, $1::pg_lsn)::bigint", start, end).Scan(&wal); err != nil {
 				return spans, err
 			}
-			vr := variants[v]
+			vr := vs[v].res
 			vr.Rows += n
 			vr.Seconds += el
 			vr.WALBytes += wal
@@ -597,7 +755,7 @@ func walinspectSchema(ctx context.Context, pool *pgxpool.Pool) string {
 // sequenceWALs sets each variant's SeqWALPerID from the bytes of WAL
 // records of the Sequence resource manager (nextval, setval) in its rounds,
 // read with pg_walinspect from its (quoted) schema walinspect.
-func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, variants []*Variant, spans [][][2]string) error {
+func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, vs []variant, spans [][][2]string) error {
 	// pg_walinspect reads only flushed WAL; with synchronous_commit=off the
 	// WAL writer flushes within wal_writer_delay. Wait for it.
 	last := spans[0][len(spans[0])-1][1]
@@ -620,7 +778,8 @@ func sequenceWALs(ctx context.Context, pool *pgxpool.Pool, walinspect string, va
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	for v, vr := range variants {
+	for v, vv := range vs {
+		vr := vv.res
 		var total int64
 		for _, sp := range spans[v] {
 			var n *int64

@@ -12,11 +12,16 @@ func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "single-row INSERTs, %d clients, %d rounds of %.1fs per variant (alternating), synchronous_commit=%s, PostgreSQL %s, node %d/%d\n",
 		r.Clients, r.Rounds, r.RoundSeconds, r.SynchronousCommit, r.ServerVersion, r.Node[0], r.Node[1])
-	width := 19
 	variants := []Variant{r.Bigserial, r.Snowflake}
 	if r.Native != nil {
-		width = 24
 		variants = append(variants, *r.Native)
+	}
+	for _, c := range r.Compared {
+		variants = append(variants, c.Variant)
+	}
+	width := 19 // the longest name's, at least
+	for _, v := range variants {
+		width = max(width, len(v.Name))
 	}
 	fmt.Fprintf(&b, "%-*s %10s %10s %11s %12s  %s\n", width, "id default", "rows", "tps", "WAL/row", "seq WAL/ID", "round tps min/median/max")
 	for _, v := range variants {
@@ -27,19 +32,12 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-*s %10d %10.0f %9.1f B %12s  %.0f/%.0f/%.0f\n", width, v.Name, v.Rows, v.TPS, v.WALPerRow, seq,
 			quantile(v.RoundTPS, 0), quantile(v.RoundTPS, 0.5), quantile(v.RoundTPS, 1))
 	}
-	fmt.Fprintf(&b, "ratio snowflake_next_id/bigserial: %.3f", r.Ratio)
-	if len(r.RoundRatios) > 1 {
-		fmt.Fprintf(&b, " (round by round: median %.3f, 10th-90th percentile %.3f-%.3f)",
-			quantile(r.RoundRatios, 0.5), quantile(r.RoundRatios, 0.1), quantile(r.RoundRatios, 0.9))
-	}
-	b.WriteString("\n")
+	ratioLine(&b, r.Snowflake.Name, r.Ratio, r.RoundRatios)
 	if r.Native != nil {
-		fmt.Fprintf(&b, "ratio snowflake_next_id_native/bigserial: %.3f", r.NativeRatio)
-		if len(r.NativeRoundRatios) > 1 {
-			fmt.Fprintf(&b, " (round by round: median %.3f, 10th-90th percentile %.3f-%.3f)",
-				quantile(r.NativeRoundRatios, 0.5), quantile(r.NativeRoundRatios, 0.1), quantile(r.NativeRoundRatios, 0.9))
-		}
-		b.WriteString("\n")
+		ratioLine(&b, r.Native.Name, r.NativeRatio, r.NativeRoundRatios)
+	}
+	for _, c := range r.Compared {
+		ratioLine(&b, c.Variant.Name, c.Ratio, c.RoundRatios)
 	}
 	fmt.Fprintf(&b, "WAL per ID over bigserial: %+.1f B/row\n", r.Snowflake.WALPerRow-r.Bigserial.WALPerRow)
 	fmt.Fprintf(&b, "lag of the ID's time behind the row's clock_timestamp(): p50 %.2f ms, p99 %.2f ms, max %.2f ms, min %.2f ms (%d rows)\n",
@@ -50,9 +48,23 @@ func (r *Result) WriteText(w io.Writer) error {
 		if r.Native != nil {
 			fmt.Fprintf(&b, "  and snowflake_next_id_native %.3f us (median), %+.3f us/row over bigserial\n", st.NativeMedianUs, st.NativeExtraMedianUs)
 		}
+		for _, c := range st.Compared {
+			fmt.Fprintf(&b, "  and %s %.3f us (median), %+.3f us/row over bigserial\n", c.Name, c.MedianUs, c.ExtraMedianUs)
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// ratioLine writes the line of name's ratio to bigserial, with the spread
+// of its round ratios when there are several.
+func ratioLine(b *strings.Builder, name string, ratio float64, rounds []float64) {
+	fmt.Fprintf(b, "ratio %s/bigserial: %.3f", name, ratio)
+	if len(rounds) > 1 {
+		fmt.Fprintf(b, " (round by round: median %.3f, 10th-90th percentile %.3f-%.3f)",
+			quantile(rounds, 0.5), quantile(rounds, 0.1), quantile(rounds, 0.9))
+	}
+	b.WriteString("\n")
 }
 
 // quantile returns the q-quantile (0 to 1) of xs by linear interpolation

@@ -78,6 +78,9 @@ func TestRunConfig(t *testing.T) {
 		{Config{StatementRows: 10_000_001}, "statement rows 10000001 out of range"},
 		{Config{StatementRuns: -1}, "statement runs -1 out of range [1, 100]"},
 		{Config{StatementRuns: 101}, "statement runs 101 out of range [1, 100]"},
+		{Config{Compare: []string{"a", "b", "c", "d", "e"}}, "5 compare functions; at most 4"},
+		{Config{Compare: []string{"1x"}}, `compare function "1x" has a part starting with a digit at byte 0; want name or schema.name`},
+		{Config{Compare: []string{"p.F", `p."f"()`}}, `compare function "p"."f"() twice (as p.F() and p."f"())`},
 	} {
 		_, err := Run(t.Context(), tc.cfg)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -150,6 +153,41 @@ func TestLaterLSN(t *testing.T) {
 	for _, bad := range []string{"", "0", "0/", "x/1", "0/1/2", "1/100000000"} {
 		if _, err := laterLSN(bad, "0/1"); err == nil {
 			t.Errorf("laterLSN(%q, 0/1) = no error", bad)
+		}
+	}
+}
+
+// TestWriteTextCompared: each compared function gets a row, a ratio line
+// and a statement line, after the native generator's.
+func TestWriteTextCompared(t *testing.T) {
+	r := &Result{
+		Clients: 8, Rounds: 2, RoundSeconds: 1, SynchronousCommit: "off", ServerVersion: "15.18",
+		Bigserial:   Variant{Name: "bigserial", Rows: 200, TPS: 100, RoundTPS: []float64{100, 100}},
+		Snowflake:   Variant{Name: "snowflake_next_id", Rows: 190, TPS: 95, RoundTPS: []float64{95, 95}},
+		Ratio:       0.95,
+		RoundRatios: []float64{0.95, 0.95},
+		Native:      &Variant{Name: "snowflake_next_id_native", Rows: 198, TPS: 99, RoundTPS: []float64{99, 99}},
+		NativeRatio: 0.99, NativeRoundRatios: []float64{0.99, 0.99},
+		Compared: []Compared{
+			{Variant: Variant{Name: "snowflake.nextval()", Rows: 180, TPS: 90, RoundTPS: []float64{80, 100}, SeqWALPerID: -1}, Ratio: 0.9, RoundRatios: []float64{0.8, 1}},
+			{Variant: Variant{Name: `"A very long schema"."and a long name"()`, Rows: 170, TPS: 85, RoundTPS: []float64{85, 85}, SeqWALPerID: 12}, Ratio: 0.85, RoundRatios: []float64{0.85, 0.85}},
+		},
+		Statement: &Statement{Rows: 1000, Runs: 2, BigserialMedianUs: 1, SnowflakeMedianUs: 1.5, ExtraMedianUs: 0.5, NativeMedianUs: 1.1, NativeExtraMedianUs: 0.1,
+			Compared: []ComparedStatement{{Name: "snowflake.nextval()", MedianUs: 1.25, ExtraMedianUs: 0.25}, {Name: `"A very long schema"."and a long name"()`, MedianUs: 2, ExtraMedianUs: 1}}},
+	}
+	var b strings.Builder
+	if err := r.WriteText(&b); err != nil {
+		t.Fatal(err)
+	}
+	out := b.String()
+	for _, want := range []string{
+		"\nsnowflake.nextval()                             180         90       0.0 B          n/a  80/90/100\n",
+		"\n\"A very long schema\".\"and a long name\"()        170         85       0.0 B       12.0 B  85/85/85\n",
+		"\nratio snowflake_next_id_native/bigserial: 0.990 (round by round: median 0.990, 10th-90th percentile 0.990-0.990)\nratio snowflake.nextval()/bigserial: 0.900 (round by round: median 0.900, 10th-90th percentile 0.820-0.980)\nratio \"A very long schema\".\"and a long name\"()/bigserial: 0.850",
+		"\n  and snowflake_next_id_native 1.100 us (median), +0.100 us/row over bigserial\n  and snowflake.nextval() 1.250 us (median), +0.250 us/row over bigserial\n  and \"A very long schema\".\"and a long name\"() 2.000 us (median), +1.000 us/row over bigserial\n",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
 		}
 	}
 }
