@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
@@ -18,7 +19,7 @@ import (
 
 const benchHelp = `
 sfgen bench [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--clients N] [--duration D] [--rounds N]
-            [--statement-rows N] [--statement-runs N] [--json]
+            [--statement-rows N] [--statement-runs N] [--native] [--compare FUNC ...] [--json]
 
 Measures INSERT throughput with DEFAULT snowflake_next_id() against
 bigserial: N clients, each on its own connection, run single-row prepared
@@ -52,6 +53,18 @@ compiler); with --dsn it must be there (internal/native's
 InstallSideBySide). Rounds and statements then cycle through every order of
 the three.
 
+--compare FUNC (up to 4 times) adds another variant for each FUNC, any
+function callable with no arguments (defaults allowed) whose result can be
+the DEFAULT of a bigint column, such as pgEdge's snowflake.nextval(): its
+table gets id bigint PRIMARY KEY DEFAULT FUNC(), and it runs in the same
+alternating rounds and statements as the others, with its own ratio to
+bigserial. FUNC is name or schema.name, each part an identifier as
+PostgreSQL reads it: unquoted (letters, digits, _ and $, not starting with
+a digit; folded to lower case) or "double quoted" ("" for a quote); a
+trailing () is allowed. The bench sessions' search_path is pg_catalog,
+pg_temp, so an unqualified FUNC is found only there: qualify a function of
+any other schema (public.f, not f).
+
 Examples:
   sfgen bench
   sfgen bench --clients 1 --duration 10s
@@ -60,6 +73,8 @@ Examples:
   sfgen bench --layout discord --clients 4
   sfgen bench --duration 2s --statement-rows 1000000 --statement-runs 9
   sfgen bench --native --duration 20s --statement-runs 12
+  sfgen bench --native --compare snowflake.nextval --dsn postgres://app@localhost/app --schema ids
+  sfgen bench --compare public.my_next_id --compare '"Ids"."Next"' --dsn postgres://app@localhost/app
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -77,6 +92,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	statementRuns := c.intVar("statement-runs", "runs `N` of the one-statement INSERT ... SELECT per variant", bench.DefaultStatementRuns, 1, bench.MaxStatementRuns)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	withNative := c.fs.Bool("native", false, "also measure the native generator, snowflake_next_id_native() (built and installed beside the SQL one in the throwaway PostgreSQL; with --dsn it must be there)")
+	var compare compareFlag
+	c.fs.Var(&compare, "compare", fmt.Sprintf("also measure `FUNC`() as the DEFAULT of a bigint id: name or schema.name (unqualified: pg_catalog and pg_temp only); up to %d times", bench.MaxCompare))
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -90,6 +107,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		StatementRuns: statementRuns.Int(),
 		Progress:      prefixWriter{stderr, "sfgen bench: "},
 		Native:        *withNative,
+		Compare:       compare,
 	}
 	if statementRows.Int() == 0 {
 		cfg.StatementRows = -1
@@ -146,6 +164,21 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.fail("%v", err)
 	}
 	return exitOK
+}
+
+// compareFlag is --compare's values, in order: the flag may be repeated.
+type compareFlag []string
+
+func (f *compareFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(*f, ", ")
+}
+
+func (f *compareFlag) Set(s string) error {
+	*f = append(*f, s)
+	return nil
 }
 
 // createWalinspect creates pg_walinspect in a throwaway cluster's schema

@@ -96,6 +96,13 @@ func TestBenchErrors(t *testing.T) {
 		{[]string{"--statement-rows", "-1"}, []string{"statement-rows", "-1", "[0, 10000000]"}},
 		{[]string{"--statement-rows", "10000001"}, []string{"statement-rows", "10000001"}},
 		{[]string{"--statement-runs", "0"}, []string{"statement-runs", "0", "[1, 100]"}},
+		{[]string{"--compare", "1x"}, []string{`compare function "1x"`, "starting with a digit", "want name or schema.name"}},
+		{[]string{"--compare", "public.f;drop table t"}, []string{`"public.f;drop table t"`, "';' at byte 8"}},
+		{[]string{"--compare", ""}, []string{`compare function ""`, "empty part"}},
+		{[]string{"--compare", "a.b.c"}, []string{`"a.b.c"`, "3 dotted parts"}},
+		{[]string{"--compare", `"unterminated`}, []string{`"\"unterminated"`, "unterminated quoted identifier"}},
+		{[]string{"--compare", "a", "--compare", "b", "--compare", "c", "--compare", "d", "--compare", "e"}, []string{"5 compare functions", "at most 4"}},
+		{[]string{"--compare", "s.F", "--compare", `s."f"`}, []string{`"s"."f"() twice`}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"bench"}, tc.args...)...)
 		if code != 2 || out != "" {
@@ -108,7 +115,8 @@ func TestBenchErrors(t *testing.T) {
 			}
 		}
 	}
-	if code, out, _ := sfgen(t, "bench", "--help"); code != 0 || !strings.Contains(out, "Examples:") {
+	if code, out, _ := sfgen(t, "bench", "--help"); code != 0 || !strings.Contains(out, "Examples:") || !strings.Contains(out, "--compare snowflake.nextval") ||
+		!strings.Contains(out, "search_path is pg_catalog,\npg_temp") {
 		t.Errorf("bench --help: %d\n%s", code, out)
 	}
 }

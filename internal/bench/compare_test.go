@@ -217,6 +217,13 @@ func TestRunCompareErrors(t *testing.T) {
 		// which shows the function was found and called.
 		t.Errorf("compare public.pub_id: %v; want a duplicate key", err)
 	}
+	// An unqualified name is found in pg_catalog: txid_current() gives
+	// each single-row INSERT, its own transaction, its own ID.
+	res, err := Run(context.Background(), Config{DSN: dsn, Schema: "bench_ids", Clients: 1, Duration: 200 * time.Millisecond,
+		StatementRows: -1, Compare: []string{"txid_current"}})
+	if err != nil || len(res.Compared) != 1 || res.Compared[0].Variant.Rows == 0 {
+		t.Errorf("compare txid_current: %+v, %v; want rows", res, err)
+	}
 	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
 		t.Errorf("relations before the runs %v, after them %v; want the scratch tables gone", before, after)
 	}
