@@ -281,8 +281,9 @@ func variants(cfg Config, schema string, res *Result) []variant {
 		res.Compared = make([]Compared, len(cfg.compare))
 	}
 	for i, f := range cfg.compare {
-		res.Compared[i] = Compared{Variant: Variant{Name: f.Text, SeqWALPerID: -1}, Default: f.Call()}
-		vs = append(vs, variant{kind: kindCompared, def: f.Call(), suffix: fmt.Sprintf("_compare%d", i+1), res: &res.Compared[i].Variant, fn: f})
+		def := f.Call() // from the parsed parts, quoted: never the text as given
+		res.Compared[i] = Compared{Variant: Variant{Name: f.Text, SeqWALPerID: -1}, Default: def}
+		vs = append(vs, variant{kind: kindCompared, def: def, suffix: fmt.Sprintf("_compare%d", i+1), res: &res.Compared[i].Variant, fn: f})
 	}
 	return vs
 }
