@@ -41,6 +41,7 @@ func init() {
 		{"sql", "print the PL/pgSQL install script", runSQL},
 		{"migration", "write the functions as a goose migration into your migrations directory", runMigration},
 		{"install", "apply the migrations to a database with goose", runInstall},
+		{"build-native", "build the native (C) generator on a database server, for install or a migration", runBuildNative},
 		{"node", "show or set the node that snowflake_next_id() uses", runNode},
 		{"audit", "check the IDs stored in a table: nodes, future and invalid IDs, skew", runAudit},
 		{"serve", "serve a web page and an HTTP API that compose and decode IDs", runServe},

@@ -27,6 +27,14 @@ const Suffix = "_sfgen_snowflake.sql"
 // application's install to release r: _sfgen_release_2.sql.
 func UpgradeSuffix(r int) string { return fmt.Sprintf("_sfgen_release_%d.sql", r) }
 
+// NativeSuffix ends the name of a migration that switches
+// snowflake_next_id() to the native generator, SQLGeneratorSuffix the name
+// of one that switches it back.
+const (
+	NativeSuffix       = "_sfgen_native.sql"
+	SQLGeneratorSuffix = "_sfgen_sql_generator.sql"
+)
+
 // ErrExists is returned by Write when the directory already holds a
 // migration with the version Write would use.
 var ErrExists = errors.New("migration already exists")
@@ -56,7 +64,7 @@ const (
 var migrationName = regexp.MustCompile(`^(\d+)_.+\.(sql|go)$`)
 
 // sfgenName matches the names of the migrations sfgen writes.
-var sfgenName = regexp.MustCompile(`^(\d+)_sfgen_(snowflake|release_\d+)\.sql$`)
+var sfgenName = regexp.MustCompile(`^(\d+)_sfgen_(snowflake|release_\d+|native|sql_generator)\.sql$`)
 
 // A Found is one of sfgen's migrations in a directory, as its header
 // describes it.
@@ -66,6 +74,13 @@ type Found struct {
 	Release int    // the release a schema is at once the file is applied: its "-- Release:" line, 1 when it has none (release 1's files)
 	Schema  string // its "-- Schema:" line
 	Layout  string // its "-- Layout:" line
+	// Generator is what a generator switch's "-- Generator:" line says
+	// snowflake_next_id() is once it is applied, "native" (made by the C
+	// library Library) or "sql"; "" for the files of the release line,
+	// which make it the SQL generator.
+	Generator string
+	Library   string
+	Optional  bool // "native-if-available": where it cannot switch, the switch warns and keeps SQL
 }
 
 // Find returns the sfgen migrations in dir, in version order, read from
@@ -119,6 +134,20 @@ func readHeader(path string) (Found, error) {
 			f.Schema = strings.TrimPrefix(line, "-- Schema: ")
 		case strings.HasPrefix(line, "-- Layout: "):
 			f.Layout = strings.TrimPrefix(line, "-- Layout: ")
+		case strings.HasPrefix(line, "-- Generator: "):
+			g := strings.TrimPrefix(line, "-- Generator: ")
+			lib, native := strings.CutPrefix(g, "native ")
+			optional, ok := strings.CutPrefix(g, "native-if-available ")
+			switch {
+			case g == "sql":
+				f.Generator = "sql"
+			case native && strings.HasPrefix(lib, "/"):
+				f.Generator, f.Library = "native", lib
+			case ok && strings.HasPrefix(optional, "/"):
+				f.Generator, f.Library, f.Optional = "native", optional, true
+			default:
+				return f, fmt.Errorf("%s: generator line %q: %w", path, line, ErrBadHeader)
+			}
 		case strings.HasPrefix(line, "-- Release: "):
 			r, err := strconv.Atoi(strings.TrimPrefix(line, "-- Release: "))
 			if err != nil || r < 1 {

@@ -118,6 +118,27 @@ func Upgrade(o Options, to int) ([]byte, error) {
 	return renderWith(o, to, "upgrade.sql.tmpl", true, func(d *templateData) { d.PreviousUp = prev })
 }
 
+// Generator renders release's SQL snowflake_next_id(), with the sequences
+// and functions it uses, as that release's migrations create them, for a
+// goose migration's section: run over a schema at that release (release 2
+// to Latest), it puts the SQL generator back in place of the native one,
+// node and state kept, as Upgrade's Down section puts an earlier release
+// back.
+func Generator(o Options, release int) ([]byte, error) {
+	if release < 2 || release > Latest {
+		return nil, fmt.Errorf("the SQL generator of release %d: %w", release, ErrUnknownRelease)
+	}
+	if _, err := newTemplateData(o, release, true); err != nil {
+		return nil, err
+	}
+	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
+	s, err := renderParts(o, release, true, "next_id_up")
+	if err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}
+
 // A File is one goose migration of sfgen's release line.
 type File struct {
 	Name    string // the file name goose reads the version from: 00002_sfgen_release_2.sql
