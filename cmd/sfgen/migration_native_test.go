@@ -365,3 +365,48 @@ func TestMigrationNativeFlags(t *testing.T) {
 		t.Errorf("the refused runs wrote %d files", len(entries))
 	}
 }
+
+// TestMigrationNativeOwner: the install migration applied by the
+// application's own role (not a superuser), the native switch by a
+// superuser: the C function belongs to the application's role, who owns
+// the sfgen objects it uses, so it makes IDs, and that role's goose down
+// switches back.
+func TestMigrationNativeOwner(t *testing.T) {
+	nativeHere(t)
+	libDir := serverReadableDir(t)
+	if code, _, _ := sfgen(t, "build-native", "--native-dir", libDir); code != 0 {
+		t.Fatalf("build-native = %d", code)
+	}
+	dir := t.TempDir()
+	if code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential", "--datacenter", "1", "--machine", "2", "--native", "--native-dir", libDir); code != 0 {
+		t.Fatalf("migration = %d, %q, %q", code, out, errOut)
+	}
+	dsn := pgtest.DSN(t)
+	super := testDB(t, dsn)
+	owner, ownerDSN := pgtest.LoginRole(t, dsn, "mig_owner", "")
+	if _, err := super.Exec("GRANT CREATE ON SCHEMA public TO " + owner); err != nil {
+		t.Fatal(err)
+	}
+	app := testDB(t, ownerDSN)
+	ctx := context.Background()
+	if _, err := gooseProvider(t, app, dir).UpByOne(ctx); err != nil {
+		t.Fatalf("the install, as %s: %v", owner, err)
+	}
+	if _, err := gooseProvider(t, super, dir).UpByOne(ctx); err != nil {
+		t.Fatalf("the native switch, as a superuser: %v", err)
+	}
+	var fnOwner string
+	if err := super.QueryRow(`SELECT proowner::regrole::text FROM pg_proc WHERE oid = 'public.snowflake_next_id()'::regprocedure`).Scan(&fnOwner); err != nil || fnOwner != owner {
+		t.Fatalf("snowflake_next_id() is owned by %q (%v); want %s, who owns the other sfgen objects", fnOwner, err, owner)
+	}
+	var id int64
+	if err := app.QueryRow(`SELECT public.snowflake_next_id()`).Scan(&id); err != nil {
+		t.Fatalf("the native generator, as %s: %v", owner, err)
+	}
+	if generatorLanguage(t, app) != "c" {
+		t.Fatal("the switch did not make the C function")
+	}
+	if _, err := gooseProvider(t, app, dir).Down(ctx); err != nil || generatorLanguage(t, app) != "sql" {
+		t.Fatalf("goose down of the native switch, as %s: %v; want the SQL generator back", owner, err)
+	}
+}
