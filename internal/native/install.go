@@ -120,14 +120,31 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 		return fmt.Errorf("native: create %s.%s(): %w", schema, name, err)
 	}
 	// One ID, as a check that the C code finds what it needs (a sequence
-	// value is not reused for it: nothing is lost but one ID).
+	// value is not reused for it: nothing is lost but one ID); all of it
+	// when no node is set yet, since it looks everything up before it
+	// asks snowflake_node_bits(), whose SF201 says so (in a savepoint,
+	// which that error rolls back).
 	smoke, err := renderSQL("smoke", d)
 	if err != nil {
 		return err
 	}
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("native: install into schema %s: %w", schema, err)
+	}
 	var id int64
-	if err := tx.QueryRow(ctx, smoke).Scan(&id); err != nil {
+	var pgErr *pgconn.PgError
+	switch err := sp.QueryRow(ctx, smoke).Scan(&id); {
+	case errors.As(err, &pgErr) && pgErr.Code == "SF201":
+		if err := sp.Rollback(ctx); err != nil {
+			return fmt.Errorf("native: install into schema %s: %w", schema, err)
+		}
+	case err != nil:
 		return fmt.Errorf("native: %s.%s() after install: %w", schema, name, err)
+	default:
+		if err := sp.Commit(ctx); err != nil {
+			return fmt.Errorf("native: install into schema %s: %w", schema, err)
+		}
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("native: install into schema %s: %w", schema, err)

@@ -106,6 +106,31 @@ func TestInstallRefuses(t *testing.T) {
 // and Uninstall, by the superuser or by the owner, puts the SQL one back,
 // with the node and the state kept (IDs go on increasing) and the side by
 // side function gone.
+// TestInstallWithNoNodeSet: Install over a schema that has no node yet
+// (the usual first install from migrations) succeeds: the C function is
+// in place, refuses with the SQL generator's SF201 until a node is set,
+// and then makes IDs with it.
+func TestInstallWithNoNodeSet(t *testing.T) {
+	so := library(t, tw)
+	conn := connect(t, pgtest.DSN(t))
+	installScript(t, conn, sqlgen.Options{UnsetNode: true})
+	if err := native.Install(context.Background(), conn, "public", so); err != nil {
+		t.Fatalf("Install with no node set: %v", err)
+	}
+	if lib, err := native.InstalledLibrary(context.Background(), conn, "public"); err != nil || lib != so {
+		t.Fatalf("InstalledLibrary = %q, %v; want %s", lib, err, so)
+	}
+	_, err := conn.Exec(context.Background(), "SELECT snowflake_next_id()")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "SF201" {
+		t.Fatalf("with no node set: %v; want SF201", err)
+	}
+	mustExec(t, conn, "SELECT snowflake_set_node(7, 8)")
+	if d, err := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()"))); err != nil || d.Datacenter != 7 || d.Machine != 8 {
+		t.Fatalf("after snowflake_set_node(7, 8): %+v, %v", d, err)
+	}
+}
+
 func TestInstallOwnerAndUninstall(t *testing.T) {
 	so := library(t, tw)
 	dsn := pgtest.DSN(t)
