@@ -38,6 +38,12 @@ func TestRun(t *testing.T) {
 	if _, err := conn.Exec(ctx, string(script)); err != nil {
 		t.Fatal(err)
 	}
+	// A compared function over a sequence of its own: its rounds write
+	// sequence WAL too.
+	if _, err := conn.Exec(ctx, `CREATE SEQUENCE bench_ids.peer_ids;
+		CREATE FUNCTION bench_ids.peer_id() RETURNS bigint LANGUAGE sql AS $$SELECT pg_catalog.nextval('bench_ids.peer_ids')$$`); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect"); err != nil {
 		t.Skipf("no pg_walinspect: %v", err)
 	}
@@ -53,14 +59,21 @@ func TestRun(t *testing.T) {
 	var progress bytes.Buffer
 	probe := &lagProbe{t: t, conn: conn, schema: "bench_ids", progress: &progress}
 	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 3, Duration: 600 * time.Millisecond, Rounds: 2,
-		StatementRows: 3000, StatementRuns: 3, Progress: probe})
+		StatementRows: 3000, StatementRuns: 3, Compare: []string{"bench_ids.peer_id"}, Progress: probe})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, v := range []Variant{res.Bigserial, res.Snowflake} {
+	if len(res.Compared) != 1 {
+		t.Fatalf("compared %+v, want bench_ids.peer_id()", res.Compared)
+	}
+	for _, v := range []Variant{res.Bigserial, res.Snowflake, res.Compared[0].Variant} {
 		if v.Rows == 0 || v.TPS <= 0 || len(v.RoundTPS) != 2 || v.WALPerRow <= 0 || v.SeqWALPerID < 0 {
 			t.Errorf("%s: %+v\nprogress:\n%s", v.Name, v, progress.String())
 		}
+	}
+	// nextval() logs a sequence record every 32 values.
+	if c := res.Compared[0].Variant; c.SeqWALPerID <= 0 {
+		t.Errorf("%s: no sequence WAL per ID: %+v", c.Name, c)
 	}
 	if len(res.RoundRatios) != 2 || res.RoundRatios[0] <= 0 {
 		t.Errorf("round ratios %v, want one per round", res.RoundRatios)
@@ -83,10 +96,10 @@ func TestRun(t *testing.T) {
 		st.BigserialMedianUs != quantile(st.BigserialUs, 0.5) || st.SnowflakeMedianUs != quantile(st.SnowflakeUs, 0.5) {
 		t.Errorf("statement measurement %+v", res.Statement)
 	}
-	if n := strings.Count(progress.String(), "statement "); n != 6 {
-		t.Errorf("%d statement runs in the progress, want 6:\n%s", n, progress.String())
+	if n := strings.Count(progress.String(), "statement "); n != 9 {
+		t.Errorf("%d statement runs in the progress, want 9:\n%s", n, progress.String())
 	}
-	if strings.Count(progress.String(), "round ") != 4 {
+	if strings.Count(progress.String(), "round ") != 6 {
 		t.Errorf("progress:\n%s", progress.String())
 	}
 	var text bytes.Buffer
