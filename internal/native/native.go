@@ -85,6 +85,7 @@ type headerData struct {
 	Epoch, MaxSequence, MinState, MaxState int64
 	SequenceBits, NodeBits, TimestampShift uint
 	StaleMs, CatchUpSpreadMs               int64
+	CatchUpMs, LagLimitMs, LockWaitMs      int64
 	TimestampError                         string // a C string literal, a format with one %lld
 }
 
@@ -110,6 +111,9 @@ func Header(l snowflake.Layout) ([]byte, error) {
 		TimestampShift:  l.Shift(snowflake.FieldTimestamp),
 		StaleMs:         sqlgen.StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (sqlgen.StaleAfter - sqlgen.CatchUpAfter).Milliseconds(),
+		CatchUpMs:       sqlgen.CatchUpAfter.Milliseconds(),
+		LagLimitMs:      sqlgen.LagLimit.Milliseconds(),
+		LockWaitMs:      sqlgen.CatchUpLockWait.Milliseconds(),
 		TimestampError:  cString(msg),
 	}
 	var b bytes.Buffer

@@ -21,8 +21,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -478,7 +480,6 @@ func TestNativeSequenceAlteredMidStatement(t *testing.T) {
 		alterAt(t, conn, "ALTER SEQUENCE snowflake_catch_up_guard RESTART")
 		before := filenode(t, conn, "snowflake_catch_up_guard")
 		mustExec(t, conn, "BEGIN")
-		mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
 		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+60_000)
 		slow := slowCalls(t, conn)
 		mustExec(t, conn, "SELECT snowflake_next_id(), alter_at(g) FROM generate_series(1, 300) g")
@@ -551,6 +552,36 @@ func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
 	conn = connect(t, dsn)
 	if next := queryInt(t, conn, "SELECT snowflake_next_id()"); next <= last {
 		t.Fatalf("after a crash, next ID %d <= %d before it", next, last)
+	}
+}
+
+// TestNativeCatchUpWaitsAndCancels: while another session holds the
+// catch-up lock and a catch-up was cut short (the guard at 0), a call
+// waits for the lock (at most sqlgen.CatchUpLockWait at a time, and again)
+// and never uses a value, and its statement_timeout still ends it; once
+// the lock is free, the next call finishes the catch-up.
+func TestNativeCatchUpWaitsAndCancels(t *testing.T) {
+	dsn, owner := setup(t, sqlgen.Options{}, false)
+	app := connect(t, dsn)
+	ctx := context.Background()
+	queryInt(t, app, "SELECT snowflake_next_id()")
+	mustExec(t, owner, "BEGIN")
+	mustExec(t, owner, "LOCK TABLE snowflake_state_lock IN SHARE UPDATE EXCLUSIVE MODE")
+	mustExec(t, owner, "SELECT setval('snowflake_catch_up_guard', 0)")
+	mustExec(t, app, "SET statement_timeout = '400ms'")
+	qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	var id int64
+	err := app.QueryRow(qctx, "SELECT snowflake_next_id()").Scan(&id)
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "57014" {
+		t.Fatalf("a call while the catch-up lock is held and the guard is 0: %d, %v; want statement_timeout's query_canceled", id, err)
+	}
+	mustExec(t, owner, "COMMIT")
+	mustExec(t, app, "RESET statement_timeout")
+	queryInt(t, app, "SELECT snowflake_next_id()")
+	if g := queryInt(t, app, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g == 0 {
+		t.Fatalf("after the lock was released, the guard is still 0: the call did not finish the catch-up")
 	}
 }
 
@@ -667,12 +698,18 @@ func TestNativeCancelNeverLeavesALock(t *testing.T) {
 	}
 }
 
-// slowCalls is how many times this transaction has called the slow path,
-// snowflake_next_state(); the transaction must SET LOCAL track_functions
-// = 'pl' first. (The C code reports its calls as the executor does.)
+// slowCalls is how many calls of conn's backend have taken the slow path
+// (the C twin of snowflake_next_state()), as the library's
+// sfgen_native_slow_calls() counts them, created in pg_temp from the
+// library public.snowflake_next_id() is made by.
 func slowCalls(t testing.TB, conn *pgx.Conn) int64 {
 	t.Helper()
-	return queryInt(t, conn, "SELECT coalesce(sum(calls), 0)::bigint FROM pg_stat_xact_user_functions WHERE funcname = 'snowflake_next_state'")
+	lib, err := native.InstalledLibrary(context.Background(), conn, "public")
+	if err != nil || lib == "" {
+		t.Fatalf("the native library of public.snowflake_next_id(): %q, %v", lib, err)
+	}
+	mustExec(t, conn, "CREATE OR REPLACE FUNCTION pg_temp.sfgen_native_slow_calls() RETURNS bigint LANGUAGE c AS "+pgident.QuoteLiteral(lib)+", 'sfgen_native_slow_calls'")
+	return queryInt(t, conn, "SELECT pg_temp.sfgen_native_slow_calls()")
 }
 
 // TestNativeFastPathWindow: the fast path serves, without calling the
@@ -684,7 +721,6 @@ func TestNativeFastPathWindow(t *testing.T) {
 	guard := func() int64 { return queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')") }
 	queryInt(t, conn, "SELECT snowflake_next_id()")
 	mustExec(t, conn, "BEGIN")
-	mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
 	cases := []struct {
 		name    string
 		guard   func(now int64) int64
@@ -1020,8 +1056,8 @@ func TestNativeProcedureAcrossCommits(t *testing.T) {
 func TestNativeCatchesUpOncePerPeriod(t *testing.T) {
 	_, conn := setup(t, sqlgen.Options{}, false)
 	mustExec(t, conn, "CREATE TABLE t (n bigserial, id bigint PRIMARY KEY DEFAULT snowflake_next_id(), guard bigint)")
+	before := slowCalls(t, conn)
 	mustExec(t, conn, "BEGIN")
-	mustExec(t, conn, "SET LOCAL track_functions = 'pl'")
 	const want = 10
 	first := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
 	mustExec(t, conn, fmt.Sprintf(`DO $$
@@ -1036,7 +1072,7 @@ func TestNativeCatchesUpOncePerPeriod(t *testing.T) {
 			IF g <> last THEN moves := moves + 1; last := g; END IF;
 		END LOOP;
 	END $$`, first, want))
-	slow := slowCalls(t, conn)
+	slow := slowCalls(t, conn) - before
 	rows, err := conn.Query(context.Background(), "SELECT guard FROM t ORDER BY n")
 	if err != nil {
 		t.Fatal(err)

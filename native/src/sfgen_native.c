@@ -50,6 +50,8 @@
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "pgstat.h"
+#include "postmaster/autovacuum.h"
+#include "replication/walsender.h"
 #include "storage/bufmgr.h"
 #include "storage/itemptr.h"
 #include "storage/lmgr.h"
@@ -58,6 +60,7 @@
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/fmgrprotos.h"
+#include "utils/guc.h"
 #include "utils/inval.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
@@ -75,6 +78,10 @@ void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(sfgen_next_id);
 PG_FUNCTION_INFO_V1(sfgen_native_layout);
+PG_FUNCTION_INFO_V1(sfgen_native_slow_calls);
+
+/* This backend's calls that took the slow path (sfgen_native_slow_calls()). */
+static int64 slow_calls;
 
 /* Unix microseconds at PostgreSQL's epoch, 2000-01-01. */
 #define SF_PG_EPOCH_UNIX_US \
@@ -127,12 +134,9 @@ typedef struct SfSite
 	bool		state_plain;	/* INCREMENT 1, CACHE 1, NO CYCLE: state_nextval() may */
 	int64		state_max;		/* the state's MAXVALUE */
 	SfSeq		guard;			/* <schema>.snowflake_catch_up_guard */
-	Oid			next_state;		/* <schema>.snowflake_next_state() */
-	TransactionId next_state_xmin;	/* and its pg_proc row's version, */
-	ItemPointerData next_state_tid; /* as PL/pgSQL checks it */
-	FmgrInfo   *next_state_fn;	/* its fmgr entry (security definer aware) */
-	MemoryContext next_state_cxt;	/* where that lives */
-	int			slow_calls;		/* calls of it running (a recursion) */
+	Oid			owner;			/* the owner of all of them, whom the catch-up acts as */
+	Oid			catch_up_lock;	/* <schema>.snowflake_state_lock, the catch-up's lock */
+	Oid			next_state;		/* <schema>.snowflake_next_state(), the SQL slow path */
 	Oid			node_fn;		/* <schema>.snowflake_node_bits() */
 	bool		node_constant;	/* its body is "SELECT <n>::bigint" */
 	uint64		node_read;		/* otherwise: the transaction it was called in */
@@ -241,6 +245,41 @@ lookup_sequence(const char *name, Oid nsp, Oid owner)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("sfgen native: sequence %s.%s is owned by role %s, not by %s, who owns snowflake_next_id(): it is not sfgen's",
 						nsp_name(nsp), name, GetUserNameFromId(rel->relowner, true),
+						GetUserNameFromId(owner, true))));
+	ReleaseSysCache(tup);
+	return relid;
+}
+
+/*
+ * The table snowflake_state_lock of sfgen's in namespace nsp, owned by
+ * owner: the catch-up's lock, which snowflake_next_state() takes too.
+ */
+static Oid
+lookup_lock_table(Oid nsp, Oid owner)
+{
+	Oid			relid = get_relname_relid("snowflake_state_lock", nsp);
+	HeapTuple	tup;
+	Form_pg_class rel;
+
+	if (!OidIsValid(relid))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("sfgen native: table %s.snowflake_state_lock does not exist", nsp_name(nsp)),
+				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d in its own schema; install sfgen there first.",
+						 SF_RELEASE)));
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for relation %u", relid);
+	rel = (Form_pg_class) GETSTRUCT(tup);
+	if (rel->relkind != RELKIND_RELATION)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("sfgen native: %s.snowflake_state_lock is not a table", nsp_name(nsp))));
+	if (rel->relowner != owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("sfgen native: table %s.snowflake_state_lock is owned by role %s, not by %s, who owns snowflake_next_id(): it is not sfgen's",
+						nsp_name(nsp), GetUserNameFromId(rel->relowner, true),
 						GetUserNameFromId(owner, true))));
 	ReleaseSysCache(tup);
 	return relid;
@@ -492,6 +531,8 @@ check_site(SfSite *site)
 
 	site->state.relid = lookup_sequence("snowflake_state", nsp, owner);
 	site->guard.relid = lookup_sequence("snowflake_catch_up_guard", nsp, owner);
+	site->catch_up_lock = lookup_lock_table(nsp, owner);
+	site->owner = owner;
 	/*
 	 * The privileges nextval() and pg_sequence_last_value() check on every
 	 * call, checked here once for as long as no invalidation of the
@@ -534,45 +575,13 @@ check_site(SfSite *site)
 	}
 
 	/*
-	 * The slow path's fmgr entry is made again only when its pg_proc row
-	 * is another (fmgr_security_definer() keeps the owner and the
-	 * search_path it sets in it); an old one still running, in a
-	 * recursion, is left alone.
+	 * The SQL slow path: not called (slow_path() is its C twin), but
+	 * EXECUTE on it is what a caller of the SQL generator needs for the
+	 * slow path, so the C one needs it too.
 	 */
 	tup = lookup_function("snowflake_next_state", nsp, owner);
-	if (site->next_state_fn == NULL ||
-		site->next_state != ((Form_pg_proc) GETSTRUCT(tup))->oid ||
-		site->next_state_xmin != HeapTupleHeaderGetRawXmin(tup->t_data) ||
-		!ItemPointerEquals(&site->next_state_tid, &tup->t_self))
-	{
-		MemoryContext cxt = AllocSetContextCreate(TopMemoryContext,
-												  "sfgen native snowflake_next_state()",
-												  ALLOCSET_SMALL_SIZES);
-		FmgrInfo   *fn = MemoryContextAllocZero(cxt, sizeof(FmgrInfo));
-		Oid			oid = ((Form_pg_proc) GETSTRUCT(tup))->oid;
-
-		site->next_state_xmin = HeapTupleHeaderGetRawXmin(tup->t_data);
-		site->next_state_tid = tup->t_self;
-		ReleaseSysCache(tup);
-		PG_TRY();
-		{
-			fmgr_info_cxt(oid, fn, cxt);
-		}
-		PG_CATCH();
-		{
-			MemoryContextDelete(cxt);
-			PG_RE_THROW();
-		}
-		PG_END_TRY();
-		if (site->next_state_cxt != NULL && site->slow_calls == 0)
-			MemoryContextDelete(site->next_state_cxt);
-		site->next_state_cxt = cxt;
-		site->next_state_fn = fn;
-		site->next_state = oid;
-		site->slow_calls = 0;
-	}
-	else
-		ReleaseSysCache(tup);
+	site->next_state = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+	ReleaseSysCache(tup);
 	read_node(site, nsp, owner);
 	site->user = GetUserId();
 	site->valid = true;
@@ -701,6 +710,183 @@ state_nextval(SfSite *site)
 	return result;
 }
 
+/* The clock's Unix millisecond, floored. */
+static inline int64
+clock_ms(void)
+{
+	return (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) / 1000;
+}
+
+/*
+ * The state's last_value as pg_sequence_last_value() reads it, NULL
+ * (isnull) when never called.
+ */
+static int64
+read_state_last(SfSite *site, bool *isnull)
+{
+	Buffer		buf = pin_sequence(&site->state);
+	HeapTupleData tuple;
+	Form_pg_sequence_data seq;
+	int64		last;
+
+	LockBuffer(buf, BUFFER_LOCK_SHARE);
+	seq = sequence_tuple(&site->state, buf, &tuple);
+	*isnull = !seq->is_called;
+	last = seq->last_value;
+	UnlockReleaseBuffer(buf);
+	return last;
+}
+
+static void
+set_sequence(Oid relid, int64 value)
+{
+	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(relid), Int64GetDatum(value));
+}
+
+/*
+ * The catch-up proper, under the catch-up lock, as the owner: the SQL's
+ * steps in the SQL's order. Unless a catch-up was cut short (the guard 0)
+ * or the last one is SF_CATCH_UP_MS old: the guard to 0 (from here on no
+ * session uses a value it takes, except at most one each that read the
+ * guard before), the state to the clock's millisecond only if the clock
+ * is more than that many values (the backends) past it, the guard to the
+ * clock.
+ */
+static void
+move_state(SfSite *site)
+{
+	bool		guard_null;
+	bool		last_null;
+	int64		guard = read_guard(site, &guard_null);
+	int64		now_ms = clock_ms();
+	int64		backends;
+	int64		last;
+	int64		target;
+
+	if (!guard_null && guard != 0 && guard > now_ms - SF_CATCH_UP_MS)
+		return;					/* none cut short, and the last one recent */
+	/* The SQL's bound: every backend slot, and 8 more. */
+	backends = (int64) MaxConnections + autovacuum_max_workers + max_worker_processes + max_wal_senders + 8;
+	if (guard_null || guard != 0)
+		set_sequence(site->guard.relid, 0);
+	last = read_state_last(site, &last_null);
+	if (last_null)
+		last = 0;
+	target = (now_ms << SF_SEQUENCE_BITS) - 1;
+	if (last + backends < target)
+		set_sequence(site->state.relid, target);
+	set_sequence(site->guard.relid, now_ms);
+}
+
+/*
+ * One try at the catch-up, in a subtransaction that is always rolled
+ * back, so that the catch-up lock never outlives it, not even when a
+ * cancel or a statement_timeout ends it midway (the next catch-up then
+ * finds the guard at 0 and finishes the job); sequences are not
+ * transactional, so the setval()s stay. With wait, the lock is waited for
+ * (at most SF_LOCK_WAIT_MS); without, another session at it is left to
+ * it. Returns whether the lock was had. Acts as the owner of sfgen's
+ * objects, as the SECURITY DEFINER snowflake_next_state() does, and calls
+ * nothing but setval() and reads of the sequences' pages.
+ */
+static bool
+catch_up(SfSite *site, bool wait)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner resowner = CurrentResourceOwner;
+	volatile bool locked = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		Oid			user;
+		int			sec;
+
+		/* Undone by the subtransaction's end, with the setting below. */
+		GetUserIdAndSecContext(&user, &sec);
+		SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
+		if (wait)
+		{
+			char		timeout[32];
+
+			snprintf(timeout, sizeof(timeout), "%dms", SF_LOCK_WAIT_MS);
+			(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_LOCAL, true, 0, false);
+			LockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
+			locked = true;
+		}
+		else
+			locked = ConditionalLockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
+		if (locked)
+			move_state(site);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = resowner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = resowner;
+		/* The lock not had in time: as the SQL's lock_not_available. */
+		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+			ReThrowError(edata);
+		FreeErrorData(edata);
+	}
+	PG_END_TRY();
+	return locked;
+}
+
+/*
+ * The slow path: snowflake_next_state()'s loop, in C. The guard first,
+ * then the state: never a value taken after reading 0 (NULL, never set or
+ * after a crash, counts as old as can be). A value taken while no
+ * catch-up is due and the state is at most SF_LAG_LIMIT_MS behind the
+ * clock is used; otherwise the call catches up (or waits for the session
+ * at it) and tries again, or, when the lock could not be had, uses the
+ * value it took: IDs stay unique and increasing, only dated late, rather
+ * than wait.
+ */
+static int64
+slow_path(SfSite *site)
+{
+	slow_calls++;
+	for (;;)
+	{
+		bool		guard_null;
+		int64		guard = read_guard(site, &guard_null);
+		int64		state = 0;
+		bool		wait;
+		bool		taken;
+		bool		locked;
+
+		if (guard_null)
+			guard = 1;
+		wait = guard == 0;
+		taken = !wait;
+		if (taken)
+		{
+			int64		now_ms;
+
+			state = state_nextval(site);
+			now_ms = clock_ms();
+			wait = state < ((now_ms - SF_LAG_LIMIT_MS) << SF_SEQUENCE_BITS);
+			if (!wait && guard > now_ms - SF_CATCH_UP_MS)
+				return state;
+		}
+		locked = catch_up(site, wait);
+		if (!wait || (taken && !locked && state >= SF_MIN_STATE))
+			return state;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
 /*
  * The SQL's test, clock_timestamp() < to_timestamp((guard + (StaleMs -
  * CatchUpSpreadMs * random())) / 1000), in microseconds; random() is drawn
@@ -773,21 +959,7 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 	if (!guard_null && fast_path(guard))
 		state = state_nextval(site);
 	else
-	{
-		FmgrInfo   *fn = site->next_state_fn;
-
-		site->slow_calls++;
-		PG_TRY();
-		{
-			state = call_bigint(fn, "snowflake_next_state");
-		}
-		PG_FINALLY();
-		{
-			if (fn == site->next_state_fn)
-				site->slow_calls--;
-		}
-		PG_END_TRY();
-	}
+		state = slow_path(site);
 
 	if (state < SF_MIN_STATE || state > SF_MAX_STATE)
 		ereport(ERROR,
@@ -807,4 +979,16 @@ Datum
 sfgen_native_layout(PG_FUNCTION_ARGS)
 {
 	PG_RETURN_TEXT_P(cstring_to_text(SF_LAYOUT));
+}
+
+/*
+ * sfgen_native_slow_calls() RETURNS bigint: how many calls of this
+ * backend took the slow path, snowflake_next_state()'s C twin, which
+ * pg_stat_user_functions cannot count (tests create it in pg_temp, as
+ * Install creates sfgen_native_layout()).
+ */
+Datum
+sfgen_native_slow_calls(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT64(slow_calls);
 }

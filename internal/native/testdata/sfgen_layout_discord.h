@@ -31,6 +31,17 @@
 #define SF_STALE_MS 8
 #define SF_CATCH_UP_SPREAD_MS 2
 
+/*
+ * The catch-up (the SQL's snowflake_next_state(), done in C by the same
+ * protocol): due from SF_CATCH_UP_MS after the last one
+ * (sqlgen.CatchUpAfter); a state more than SF_LAG_LIMIT_MS behind the
+ * clock is not used while a catch-up can be had (sqlgen.LagLimit), waiting
+ * at most SF_LOCK_WAIT_MS for the catch-up lock (sqlgen.CatchUpLockWait).
+ */
+#define SF_CATCH_UP_MS 6
+#define SF_LAG_LIMIT_MS 9
+#define SF_LOCK_WAIT_MS 50
+
 /* The range error of a state outside the layout (the SQL's words), for errmsg(fmt, ms). */
 #define SF_TIMESTAMP_ERROR "timestamp %lld out of range [1420070400000, 3619093655551] (2015-01-01T00:00:00.000Z to 2084-09-06T15:47:35.551Z)"
 
