@@ -308,6 +308,9 @@ func TestHeaderMatchesSQL(t *testing.T) {
 			{"OPERATOR(pg_catalog.-) " + def("SF_MIN_STATE") + ")::bit(64)", "the state of the first ID"},
 			{"(" + def("SF_STALE_MS") + " OPERATOR(pg_catalog.-) (" + def("SF_CATCH_UP_SPREAD_MS") + " OPERATOR(pg_catalog.*) pg_catalog.random()))", "the fast path's window"},
 			{"::bit(" + def("SF_NODE_BITS") + ")", "the node's width"},
+			{"guard OPERATOR(pg_catalog.>) (now_ms OPERATOR(pg_catalog.-) " + def("SF_CATCH_UP_MS") + ")", "the catch-up's period"},
+			{"((now_ms OPERATOR(pg_catalog.-) " + def("SF_LAG_LIMIT_MS") + ") OPERATOR(pg_catalog.<<) " + def("SF_SEQUENCE_BITS") + ")", "the lag limit"},
+			{"'lock_timeout', '" + def("SF_LOCK_WAIT_MS") + "ms'", "the catch-up lock's wait"},
 			{"state OPERATOR(pg_catalog.>>) " + def("SF_SEQUENCE_BITS"), "the sequence's width"},
 			{"'" + l.String() + "'", "the layout"},
 		} {
