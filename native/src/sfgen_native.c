@@ -13,11 +13,12 @@
  *     sequence of INCREMENT 1, CACHE 1, NO CYCLE, the same change of the
  *     same page under the same buffer lock with the same WAL record, done
  *     here (state_nextval()) without its per-call lookups; the privileges
- *     nextval() checks are checked once per call site, transaction and
- *     user;
- *   - otherwise (the guard NULL, 0 or old) it calls the SQL slow path,
- *     <schema>.snowflake_next_state(), which catches up (SECURITY DEFINER,
- *     owner only); it never moves the state itself;
+ *     nextval() checks are checked as the backend's lookups are kept;
+ *   - otherwise (the guard NULL, 0 or old) it takes the slow path,
+ *     <schema>.snowflake_next_state()'s loop in C (slow_path()), whose
+ *     catch-up takes the same lock (<schema>.snowflake_state_lock) and the
+ *     same steps as the PL/pgSQL one, as the objects' owner: one catch-up
+ *     written twice, so that C and SQL catch-ups exclude each other;
  *   - it puts in the node from <schema>.snowflake_node_bits() with the
  *     SQL's mask and shifts.
  *
