@@ -94,7 +94,7 @@ func TestLayoutFlagRanges(t *testing.T) {
 	for _, c := range commands {
 		_, help, _ := sfgen(t, c.name, "--help")
 		has := strings.Contains(help, "--layout NAME|SPEC")
-		wants := map[string]bool{"compose": true, "decompose": true, "next": true, "sql": true, "migration": true, "install": true, "verify": true, "bench": true, "audit": true, "serve": true}[c.name]
+		wants := map[string]bool{"compose": true, "decompose": true, "next": true, "sql": true, "migration": true, "install": true, "verify": true, "bench": true, "audit": true, "serve": true, "build-native": true}[c.name]
 		if has != wants {
 			t.Errorf("sfgen %s --help has --layout: %v, want %v", c.name, has, wants)
 		}
