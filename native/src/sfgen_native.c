@@ -65,7 +65,6 @@
 #include "utils/inval.h"
 #include "utils/hsearch.h"
 #include "utils/lsyscache.h"
-#include "utils/memutils.h"
 #include "utils/rel.h"
 #include "utils/resowner.h"
 #include "utils/syscache.h"
@@ -591,9 +590,9 @@ check_site(SfSite *site)
 /*
  * The guard, as pg_sequence_last_value() reads it: last_value from the
  * sequence's page under a share lock on its buffer; NULL when never set
- * (or, unlogged, after a crash). check_site() checked the privilege and
- * took the lock for this transaction. The buffer is found again from the
- * one it was in last time (ReadRecentBuffer), without a lookup in the
+ * (or, unlogged, after a crash). check_site() checked the privilege, and
+ * its lock is held for this transaction. The buffer is found again from
+ * the one it was in last time (ReadRecentBuffer), without a lookup in the
  * buffer mapping, while it still holds the page.
  */
 static int64
@@ -620,7 +619,7 @@ read_guard(SfSite *site, bool *isnull)
  * the first call after a checkpoint's redo point), so that SQL sessions'
  * nextval() and setval() of the same sequence, crash recovery and
  * replicas see one sequence. What it leaves out is what costs nextval()
- * most per call and cannot change while check_site()'s lock is held: the
+ * most per call and cannot change while the state's lock is held: the
  * relation and its options looked up, the sequence hash table (currval()
  * and lastval() of the state are not set: nothing of sfgen's reads them).
  * Anything else (a state never called, at its MAXVALUE, or altered to
