@@ -136,7 +136,6 @@ typedef struct SfSite
 	SfSeq		guard;			/* <schema>.snowflake_catch_up_guard */
 	Oid			owner;			/* the owner of all of them, whom the catch-up acts as */
 	Oid			catch_up_lock;	/* <schema>.snowflake_state_lock, the catch-up's lock */
-	Oid			next_state;		/* <schema>.snowflake_next_state(), the SQL slow path */
 	Oid			node_fn;		/* <schema>.snowflake_node_bits() */
 	bool		node_constant;	/* its body is "SELECT <n>::bigint" */
 	uint64		node_read;		/* otherwise: the transaction it was called in */
@@ -217,9 +216,12 @@ nsp_name(Oid nsp)
 	return n ? n : "?";
 }
 
-/* A sequence of sfgen's in namespace nsp, owned by owner. */
+/*
+ * A relation of sfgen's in namespace nsp, name, of relkind (what, for
+ * messages), owned by owner.
+ */
 static Oid
-lookup_sequence(const char *name, Oid nsp, Oid owner)
+lookup_relation(const char *name, char relkind, const char *what, Oid nsp, Oid owner)
 {
 	Oid			relid = get_relname_relid(name, nsp);
 	HeapTuple	tup;
@@ -228,58 +230,23 @@ lookup_sequence(const char *name, Oid nsp, Oid owner)
 	if (!OidIsValid(relid))
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("sfgen native: sequence %s.%s does not exist",
-						nsp_name(nsp), name),
+				 errmsg("sfgen native: %s %s.%s does not exist",
+						what, nsp_name(nsp), name),
 				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d in its own schema; install sfgen there first.",
 						 SF_RELEASE)));
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for relation %u", relid);
 	rel = (Form_pg_class) GETSTRUCT(tup);
-	if (rel->relkind != RELKIND_SEQUENCE)
+	if (rel->relkind != relkind)
 		ereport(ERROR,
 				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("sfgen native: %s.%s is not a sequence", nsp_name(nsp), name)));
+				 errmsg("sfgen native: %s.%s is not a %s", nsp_name(nsp), name, what)));
 	if (rel->relowner != owner)
 		ereport(ERROR,
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("sfgen native: sequence %s.%s is owned by role %s, not by %s, who owns snowflake_next_id(): it is not sfgen's",
-						nsp_name(nsp), name, GetUserNameFromId(rel->relowner, true),
-						GetUserNameFromId(owner, true))));
-	ReleaseSysCache(tup);
-	return relid;
-}
-
-/*
- * The table snowflake_state_lock of sfgen's in namespace nsp, owned by
- * owner: the catch-up's lock, which snowflake_next_state() takes too.
- */
-static Oid
-lookup_lock_table(Oid nsp, Oid owner)
-{
-	Oid			relid = get_relname_relid("snowflake_state_lock", nsp);
-	HeapTuple	tup;
-	Form_pg_class rel;
-
-	if (!OidIsValid(relid))
-		ereport(ERROR,
-				(errcode(ERRCODE_UNDEFINED_OBJECT),
-				 errmsg("sfgen native: table %s.snowflake_state_lock does not exist", nsp_name(nsp)),
-				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d in its own schema; install sfgen there first.",
-						 SF_RELEASE)));
-	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	if (!HeapTupleIsValid(tup))
-		elog(ERROR, "cache lookup failed for relation %u", relid);
-	rel = (Form_pg_class) GETSTRUCT(tup);
-	if (rel->relkind != RELKIND_RELATION)
-		ereport(ERROR,
-				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
-				 errmsg("sfgen native: %s.snowflake_state_lock is not a table", nsp_name(nsp))));
-	if (rel->relowner != owner)
-		ereport(ERROR,
-				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
-				 errmsg("sfgen native: table %s.snowflake_state_lock is owned by role %s, not by %s, who owns snowflake_next_id(): it is not sfgen's",
-						nsp_name(nsp), GetUserNameFromId(rel->relowner, true),
+				 errmsg("sfgen native: %s %s.%s is owned by role %s, not by %s, who owns snowflake_next_id(): it is not sfgen's",
+						what, nsp_name(nsp), name, GetUserNameFromId(rel->relowner, true),
 						GetUserNameFromId(owner, true))));
 	ReleaseSysCache(tup);
 	return relid;
@@ -529,9 +496,10 @@ check_site(SfSite *site)
 	owner = self->proowner;
 	ReleaseSysCache(tup);
 
-	site->state.relid = lookup_sequence("snowflake_state", nsp, owner);
-	site->guard.relid = lookup_sequence("snowflake_catch_up_guard", nsp, owner);
-	site->catch_up_lock = lookup_lock_table(nsp, owner);
+	site->state.relid = lookup_relation("snowflake_state", RELKIND_SEQUENCE, "sequence", nsp, owner);
+	site->guard.relid = lookup_relation("snowflake_catch_up_guard", RELKIND_SEQUENCE, "sequence", nsp, owner);
+	/* The catch-up's lock, which snowflake_next_state() takes too. */
+	site->catch_up_lock = lookup_relation("snowflake_state_lock", RELKIND_RELATION, "table", nsp, owner);
 	site->owner = owner;
 	/*
 	 * The privileges nextval() and pg_sequence_last_value() check on every
@@ -579,36 +547,41 @@ check_site(SfSite *site)
 	 * EXECUTE on it is what a caller of the SQL generator needs for the
 	 * slow path, so the C one needs it too.
 	 */
-	tup = lookup_function("snowflake_next_state", nsp, owner);
-	site->next_state = ((Form_pg_proc) GETSTRUCT(tup))->oid;
-	ReleaseSysCache(tup);
+	ReleaseSysCache(lookup_function("snowflake_next_state", nsp, owner));
 	read_node(site, nsp, owner);
 	site->user = GetUserId();
 	site->valid = true;
 }
 
 /*
- * The guard, as pg_sequence_last_value() reads it: last_value from the
- * sequence's page under a share lock on its buffer; NULL when never set
- * (or, unlogged, after a crash). check_site() checked the privilege, and
+ * A sequence's last_value (the guard's or the state's), as
+ * pg_sequence_last_value() reads it: from the sequence's page under a
+ * share lock on its buffer; 0 with isnull set when never set (or,
+ * unlogged, after a crash). check_site() checked the privilege, and
  * its lock is held for this transaction. The buffer is found again from
  * the one it was in last time (ReadRecentBuffer), without a lookup in the
  * buffer mapping, while it still holds the page.
  */
 static int64
-read_guard(SfSite *site, bool *isnull)
+sequence_last(SfSeq *s, bool *isnull)
 {
-	Buffer		buf = pin_sequence(&site->guard);
+	Buffer		buf = pin_sequence(s);
 	HeapTupleData tuple;
 	Form_pg_sequence_data seq;
 	int64		last;
 
 	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	seq = sequence_tuple(&site->guard, buf, &tuple);
+	seq = sequence_tuple(s, buf, &tuple);
 	*isnull = !seq->is_called;
 	last = seq->last_value;
 	UnlockReleaseBuffer(buf);
 	return *isnull ? 0 : last;
+}
+
+static inline int64
+read_guard(SfSite *site, bool *isnull)
+{
+	return sequence_last(&site->guard, isnull);
 }
 
 /*
@@ -717,26 +690,6 @@ clock_ms(void)
 	return (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) / 1000;
 }
 
-/*
- * The state's last_value as pg_sequence_last_value() reads it, NULL
- * (isnull) when never called.
- */
-static int64
-read_state_last(SfSite *site, bool *isnull)
-{
-	Buffer		buf = pin_sequence(&site->state);
-	HeapTupleData tuple;
-	Form_pg_sequence_data seq;
-	int64		last;
-
-	LockBuffer(buf, BUFFER_LOCK_SHARE);
-	seq = sequence_tuple(&site->state, buf, &tuple);
-	*isnull = !seq->is_called;
-	last = seq->last_value;
-	UnlockReleaseBuffer(buf);
-	return last;
-}
-
 static void
 set_sequence(Oid relid, int64 value)
 {
@@ -769,9 +722,7 @@ move_state(SfSite *site)
 	backends = (int64) MaxConnections + autovacuum_max_workers + max_worker_processes + max_wal_senders + 8;
 	if (guard_null || guard != 0)
 		set_sequence(site->guard.relid, 0);
-	last = read_state_last(site, &last_null);
-	if (last_null)
-		last = 0;
+	last = sequence_last(&site->state, &last_null);	/* NULL: 0 */
 	target = (now_ms << SF_SEQUENCE_BITS) - 1;
 	if (last + backends < target)
 		set_sequence(site->state.relid, target);
