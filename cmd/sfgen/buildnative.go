@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -59,11 +58,7 @@ func runBuildNative(ctx context.Context, args []string, stdout, stderr io.Writer
 	}
 	lib, err := native.Build(ctx, nativeDir(*dir, lf.layout.String()), lf.layout, opts...)
 	if err != nil {
-		why := "the build failed"
-		if errors.Is(err, native.ErrNoPGConfig) || errors.Is(err, native.ErrNoHeaders) || errors.Is(err, native.ErrNoToolchain) {
-			why = "it cannot be built on this machine"
-		}
-		return c.fail("the native generator was not built: %s: %v", why, err)
+		return c.fail("the native generator was not built: %s: %v", buildFailure(err), err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

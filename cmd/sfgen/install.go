@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
@@ -79,20 +78,9 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	o := sf.options()
-	want := generatorKeep
-	if c.flagSet("native") {
-		want = generatorSQL
-		if *nativeFlag {
-			want = generatorNative
-		}
-	}
-	switch {
-	case want == generatorNative && *nativeDir == "":
-		return c.usageError("--native needs --native-dir DIR: an absolute directory on the database server's machine, readable by its OS user, where the library is built and kept (the database loads it from there)")
-	case want == generatorNative && !filepath.IsAbs(*nativeDir):
-		return c.usageError("--native-dir %q is not absolute: the database server loads the library by its full path", *nativeDir)
-	case want != generatorNative && *nativeDir != "":
-		return c.usageError("--native-dir goes with --native")
+	want, code, ok := c.generatorFlags(*nativeFlag, *nativeDir, "an absolute directory on the database server's machine, readable by its OS user, where the library is built and kept (the database loads it from there)")
+	if !ok {
+		return code
 	}
 	db, dsn, code, ok := c.requireDB(ctx, *dsnFlag)
 	if !ok {

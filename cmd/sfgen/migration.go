@@ -88,21 +88,11 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if *dir == "" {
 		return c.usageError("missing --dir; name your goose migrations directory")
 	}
-	want := generatorKeep
-	if c.flagSet("native") {
-		want = generatorSQL
-		if *nativeFlag {
-			want = generatorNative
-		}
+	want, code, ok := c.generatorFlags(*nativeFlag, *nativeDirFlag, "the absolute directory on the database servers where 'sfgen build-native --native-dir DIR' builds the library (the migration names the library there)")
+	if !ok {
+		return code
 	}
-	switch {
-	case want == generatorNative && *nativeDirFlag == "":
-		return c.usageError("--native needs --native-dir DIR: the absolute directory on the database servers where 'sfgen build-native --native-dir DIR' builds the library (the migration names the library there)")
-	case want == generatorNative && !filepath.IsAbs(*nativeDirFlag):
-		return c.usageError("--native-dir %q is not absolute: the database server loads the library by its full path", *nativeDirFlag)
-	case want != generatorNative && *nativeDirFlag != "":
-		return c.usageError("--native-dir goes with --native")
-	case want != generatorNative && *optional:
+	if want != generatorNative && *optional {
 		return c.usageError("--native-optional goes with --native")
 	}
 	found, err := migrationdir.Find(*dir)

@@ -51,6 +51,37 @@ func nativeDir(dir, spec string) string {
 	return filepath.Join(dir, "sfgen-"+hex.EncodeToString(sum[:6]))
 }
 
+// buildFailure says why native.Build failed: the machine lacks what it
+// needs, or the build itself failed.
+func buildFailure(err error) string {
+	if errors.Is(err, native.ErrNoPGConfig) || errors.Is(err, native.ErrNoHeaders) || errors.Is(err, native.ErrNoToolchain) {
+		return "it cannot be built on this machine"
+	}
+	return "its build failed"
+}
+
+// generatorFlags reads --native (unset: keep; =false: the SQL
+// generator) and checks --native-dir against it; dirHelp says, in the
+// error for a missing --native-dir, what the directory is for.
+func (c *cli) generatorFlags(native bool, dir, dirHelp string) (want generatorChoice, code int, ok bool) {
+	want = generatorKeep
+	if c.flagSet("native") {
+		want = generatorSQL
+		if native {
+			want = generatorNative
+		}
+	}
+	switch {
+	case want == generatorNative && dir == "":
+		return want, c.usageError("--native needs --native-dir DIR: %s", dirHelp), false
+	case want == generatorNative && !filepath.IsAbs(dir):
+		return want, c.usageError("--native-dir %q is not absolute: the database server loads the library by its full path", dir), false
+	case want != generatorNative && dir != "":
+		return want, c.usageError("--native-dir goes with --native"), false
+	}
+	return want, exitOK, true
+}
+
 // prepareGenerator reads which generator schema o.Schema has and, for
 // --native, checks that the connecting role is a superuser and builds the
 // library: all before install changes anything, so that when the native
@@ -82,14 +113,7 @@ func (c *cli) prepareGenerator(ctx context.Context, dsn string, o sqlgen.Options
 	p.buildDir = nativeDir(dir, o.Layout.String())
 	if p.library, err = native.Build(ctx, p.buildDir, o.Layout); err != nil {
 		p.close()
-		var why string
-		switch {
-		case errors.Is(err, native.ErrNoPGConfig), errors.Is(err, native.ErrNoHeaders), errors.Is(err, native.ErrNoToolchain):
-			why = "it cannot be built on this machine"
-		default:
-			why = "its build failed"
-		}
-		return nil, c.fail("the native generator is not available: %s: %v; nothing was changed (without --native, install keeps the SQL generator)", why, err), false
+		return nil, c.fail("the native generator is not available: %s: %v; nothing was changed (without --native, install keeps the SQL generator)", buildFailure(err), err), false
 	}
 	// The server must load it from there: try, before anything changes.
 	if _, err := conn.Exec(ctx, "LOAD "+pgident.QuoteLiteral(p.library)); err != nil {
