@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -408,5 +409,31 @@ func TestMigrationNativeOwner(t *testing.T) {
 	}
 	if _, err := gooseProvider(t, app, dir).Down(ctx); err != nil || generatorLanguage(t, app) != "sql" {
 		t.Fatalf("goose down of the native switch, as %s: %v; want the SQL generator back", owner, err)
+	}
+}
+
+// TestBuildNative: build-native prints the library's path (as JSON with
+// --json, with the layout), refuses a relative or missing --native-dir
+// (exit 2), and says when it cannot build here (exit 1).
+func TestBuildNative(t *testing.T) {
+	for _, args := range [][]string{{}, {"--native-dir", "rel/dir"}} {
+		if code, out, errOut := sfgen(t, append([]string{"build-native"}, args...)...); code != 2 || out != "" || !strings.Contains(errOut, "--native-dir") {
+			t.Errorf("build-native %v = %d, %q, %q; want exit 2 naming --native-dir", args, code, out, errOut)
+		}
+	}
+	code, out, errOut := sfgen(t, "build-native", "--native-dir", t.TempDir(), "--pg-config", "/nonexistent/pg_config")
+	if code != 1 || out != "" || !strings.Contains(errOut, "it cannot be built on this machine") || !strings.Contains(errOut, "/nonexistent/pg_config") {
+		t.Errorf("build-native with a missing pg_config = %d, %q, %q; want exit 1 saying it cannot be built here", code, out, errOut)
+	}
+	nativeHere(t)
+	dir := serverReadableDir(t)
+	code, out, errOut = sfgen(t, "build-native", "--native-dir", dir, "--layout", "discord", "--json")
+	var got struct{ Library, Layout string }
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Layout != snowflake.Discord.String() ||
+		!strings.HasPrefix(got.Library, dir+"/sfgen-") || !strings.HasSuffix(got.Library, "/"+native.Library) {
+		t.Fatalf("build-native --json = %d, %q (%v), %q", code, out, err, errOut)
+	}
+	if _, err := os.Stat(got.Library); err != nil {
+		t.Errorf("the library it names: %v", err)
 	}
 }
