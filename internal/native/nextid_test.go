@@ -585,6 +585,94 @@ func TestNativeCatchUpWaitsAndCancels(t *testing.T) {
 	}
 }
 
+// TestNativeTwoSchemasInOneSession: one backend calling the native
+// functions of two schemas (one library, one layout), statement after
+// statement and in one statement, gets from each its own schema's node
+// and state.
+func TestNativeTwoSchemasInOneSession(t *testing.T) {
+	so := library(t, snowflake.Twitter)
+	conn := connect(t, pgtest.DSN(t))
+	schemas := []struct {
+		name   string
+		dc, m  int64
+		offset int64
+	}{{"ids_a", 3, 4, 100}, {"ids_b", 5, 6, 2000}}
+	ms := nowMs(t, conn)
+	for _, s := range schemas {
+		installNative(t, conn, sqlgen.Options{Schema: s.name, Datacenter: s.dc, Machine: s.m}, so, false)
+		// Each state at its own sequence number, the guard a minute
+		// ahead: the fast path, whose next value is the state's + 1.
+		mustExec(t, conn, fmt.Sprintf("SELECT setval('%[1]s.snowflake_state', $1), setval('%[1]s.snowflake_catch_up_guard', $2)", s.name), ms<<12|s.offset, ms+60_000)
+	}
+	tw := snowflake.Twitter
+	check := func(what string, id int64, i, call int) {
+		t.Helper()
+		s := schemas[i]
+		d, err := tw.Decompose(snowflake.ID(id))
+		if want := (snowflake.Parts{Timestamp: ms, Datacenter: s.dc, Machine: s.m, Sequence: s.offset + int64(call)}); err != nil || d != want {
+			t.Fatalf("%s: %s.snowflake_next_id() gave %+v (%v); want %+v", what, s.name, d, err, want)
+		}
+	}
+	calls := [2]int{}
+	for range 3 {
+		for i, s := range schemas {
+			calls[i]++
+			check("statement by statement", queryInt(t, conn, "SELECT "+s.name+".snowflake_next_id()"), i, calls[i])
+		}
+	}
+	var a, b int64
+	if err := conn.QueryRow(context.Background(), "SELECT ids_a.snowflake_next_id(), ids_b.snowflake_next_id()").Scan(&a, &b); err != nil {
+		t.Fatal(err)
+	}
+	calls[0]++
+	calls[1]++
+	check("in one statement", a, 0, calls[0])
+	check("in one statement", b, 1, calls[1])
+}
+
+// TestNativeCatchUpGivesBackLockAndUser: a catch-up tried without
+// waiting (the last one old, the state not behind), made by a call in the
+// middle of a role's transaction, releases the catch-up lock as soon as it
+// is done and gives the caller's user back: another session takes the
+// lock at once while the transaction is still open, and current_user is
+// the role's in the call's own statement and in the next.
+func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
+	dsn, owner := setup(t, sqlgen.Options{}, false)
+	user, roleDSN := pgtest.LoginRole(t, dsn, "native_caller", "")
+	app := connect(t, roleDSN)
+	ctx := context.Background()
+	queryInt(t, app, "SELECT snowflake_next_id()")
+	mustExec(t, owner, "SET lock_timeout = '100ms'")
+	for tx := 1; tx <= 3; tx++ {
+		now := nowMs(t, owner)
+		// The state a minute ahead (a value taken is never far behind,
+		// so the try does not wait) and the last catch-up a minute old.
+		mustExec(t, owner, "SELECT setval('snowflake_state', $1)", (now+60_000)<<12)
+		mustExec(t, owner, "SELECT setval('snowflake_catch_up_guard', $1)", now-60_000)
+		mustExec(t, app, "BEGIN")
+		var id int64
+		var during string
+		if err := app.QueryRow(ctx, "SELECT snowflake_next_id(), current_user").Scan(&id, &during); err != nil {
+			t.Fatal(err)
+		}
+		if g := queryInt(t, owner, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g < now {
+			t.Fatalf("transaction %d: the guard is %d after the call, before the clock's %d: the call did not catch up", tx, g, now)
+		}
+		if _, err := owner.Exec(ctx, "BEGIN; LOCK TABLE snowflake_state_lock IN SHARE UPDATE EXCLUSIVE MODE; COMMIT"); err != nil {
+			t.Errorf("transaction %d: the catch-up lock while the caller's transaction is open: %v; want it free", tx, err)
+			mustExec(t, owner, "ROLLBACK")
+		}
+		var after string
+		if err := app.QueryRow(ctx, "SELECT current_user").Scan(&after); err != nil {
+			t.Fatal(err)
+		}
+		if during != user || after != user {
+			t.Errorf("transaction %d: current_user %q in the statement that caught up, %q in the next; want %q", tx, during, after, user)
+		}
+		mustExec(t, app, "COMMIT")
+	}
+}
+
 // heldLocks lists the locks the sessions pids hold, one a line.
 func heldLocks(t testing.TB, conn *pgx.Conn, pids []uint32) string {
 	t.Helper()

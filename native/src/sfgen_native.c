@@ -5,8 +5,9 @@
  * and SQL sessions can make IDs from one state at the same time without
  * ever repeating one (docs/native.md has the argument):
  *
- *   - it reads the guard <schema>.snowflake_catch_up_guard as
- *     pg_sequence_last_value() does, before anything else;
+ *   - it reads the guard <schema>.snowflake_catch_up_guard's last_value,
+ *     before anything else, from its pinned page (without the buffer's
+ *     share lock on the fast path: read_guard_unlocked());
  *   - while the last catch-up is recent (the clock before guard + StaleMs -
  *     CatchUpSpreadMs * random(), milliseconds), one nextval() of
  *     <schema>.snowflake_state is the state: sequence.c's nextval() for a
@@ -144,6 +145,13 @@ typedef struct SfSite
 
 /* The backend's SfSites, by function OID. */
 static HTAB *sites;
+
+/*
+ * The SfSite found last: a statement's first call finds it without a
+ * lookup when it is the same function's (hash table entries never move,
+ * and none is removed).
+ */
+static SfSite *last_site;
 
 /*
  * Invalidations this backend has taken in of the catalog entries an
@@ -585,6 +593,40 @@ read_guard(SfSite *site, bool *isnull)
 }
 
 /*
+ * The guard's last_value for the fast path, read from its pinned page
+ * without the buffer's share lock: one aligned 8-byte load, which is
+ * atomic where PostgreSQL says so (PG_HAVE_8BYTE_SINGLE_COPY_ATOMICITY;
+ * elsewhere read_guard()). The load sees the value before or after any
+ * one setval() of the guard, never a mix (setval() writes last_value in
+ * one store, and nothing else writes it: nothing calls nextval() of the
+ * guard, and a new file, which ALTER SEQUENCE would give it, cannot come
+ * while this transaction holds its lock). is_called is a second load; a
+ * mix of the two is NULL or a stale guard, and either takes the slow
+ * path, which reads under the lock. The read barrier keeps the load
+ * before everything state_nextval() reads, as the share lock's release
+ * did: the guard is read before the state (docs/native.md).
+ */
+static inline int64
+read_guard_unlocked(SfSite *site, bool *isnull)
+{
+#ifdef PG_HAVE_8BYTE_SINGLE_COPY_ATOMICITY
+	Buffer		buf = pin_sequence(&site->guard);
+	HeapTupleData tuple;
+	Form_pg_sequence_data seq;
+	int64		last;
+
+	seq = sequence_tuple(&site->guard, buf, &tuple);
+	last = *((volatile int64 *) &seq->last_value);
+	*isnull = !*((volatile bool *) &seq->is_called);
+	pg_read_barrier();
+	ReleaseBuffer(buf);
+	return *isnull ? 0 : last;
+#else
+	return read_guard(site, isnull);
+#endif
+}
+
+/*
  * nextval() of the state: sequence.c's nextval_internal() for a sequence
  * of INCREMENT 1, CACHE 1, NO CYCLE, under the same exclusive lock of the
  * page's buffer, the same change of the tuple and the same WAL record
@@ -730,15 +772,25 @@ move_state(SfSite *site)
 }
 
 /*
- * One try at the catch-up, in a subtransaction that is always rolled
- * back, so that the catch-up lock never outlives it, not even when a
- * cancel or a statement_timeout ends it midway (the next catch-up then
- * finds the guard at 0 and finishes the job); sequences are not
- * transactional, so the setval()s stay. With wait, the lock is waited for
- * (at most SF_LOCK_WAIT_MS); without, another session at it is left to
- * it. Returns whether the lock was had. Acts as the owner of sfgen's
- * objects, as the SECURITY DEFINER snowflake_next_state() does, and calls
- * nothing but setval() and reads of the sequences' pages.
+ * One try at the catch-up, acting as the owner of sfgen's objects, as the
+ * SECURITY DEFINER snowflake_next_state() does, and calling nothing but
+ * setval() and reads of the sequences' pages; sequences are not
+ * transactional, so the setval()s stay whatever happens after them.
+ * Returns whether the lock was had.
+ *
+ * Without wait, another session at it is left to it: the lock is tried
+ * (most tries find the session at it), and when had, released as soon as
+ * the catch-up is done. A try needs no subtransaction: an error midway (a
+ * cancel, a statement_timeout) reaches the caller, and the abort of the
+ * (sub)transaction that takes it releases the lock and gives the user
+ * back, as it does for any function (the next catch-up then finds the
+ * guard at 0 and finishes the job).
+ *
+ * With wait, the lock is waited for, at most SF_LOCK_WAIT_MS, in a
+ * subtransaction that is always rolled back, as the PL/pgSQL one's
+ * exception block: "the lock not had in time" is caught there and only
+ * there, and the lock_timeout setting, the lock and the user switch never
+ * outlive it.
  */
 static bool
 catch_up(SfSite *site, bool wait)
@@ -747,30 +799,38 @@ catch_up(SfSite *site, bool wait)
 	ResourceOwner resowner = CurrentResourceOwner;
 	volatile bool locked = false;
 
+	if (!wait)
+	{
+		Oid			user;
+		int			sec;
+
+		if (!ConditionalLockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock))
+			return false;
+		GetUserIdAndSecContext(&user, &sec);
+		SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
+		move_state(site);
+		SetUserIdAndSecContext(user, sec);
+		UnlockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
+		return true;
+	}
+
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
 		Oid			user;
 		int			sec;
+		char		timeout[32];
 
 		/* Undone by the subtransaction's end, with the setting below. */
 		GetUserIdAndSecContext(&user, &sec);
 		SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
-		if (wait)
-		{
-			char		timeout[32];
-
-			snprintf(timeout, sizeof(timeout), "%dms", SF_LOCK_WAIT_MS);
-			(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_LOCAL, true, 0, false);
-			LockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
-			locked = true;
-		}
-		else
-			locked = ConditionalLockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
-		if (locked)
-			move_state(site);
+		snprintf(timeout, sizeof(timeout), "%dms", SF_LOCK_WAIT_MS);
+		(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
+								 GUC_ACTION_LOCAL, true, 0, false);
+		LockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
+		locked = true;
+		move_state(site);
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = resowner;
@@ -869,6 +929,8 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 	int64		state;
 	uint64		rel;
 
+	if (site == NULL && last_site != NULL && last_site->fn_oid == fcinfo->flinfo->fn_oid)
+		site = fcinfo->flinfo->fn_extra = last_site;
 	if (site == NULL)
 	{
 		bool		found;
@@ -881,7 +943,7 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 			memset(site, 0, sizeof(SfSite));
 			site->fn_oid = fn_oid;
 		}
-		fcinfo->flinfo->fn_extra = site;
+		fcinfo->flinfo->fn_extra = last_site = site;
 	}
 	/*
 	 * The locks first: taking them takes in what was committed before. A
@@ -906,7 +968,7 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 		node_call(site);
 
 	/* The guard first, then the state: never a value taken after reading 0. */
-	guard = read_guard(site, &guard_null);
+	guard = read_guard_unlocked(site, &guard_null);
 	if (!guard_null && fast_path(guard))
 		state = state_nextval(site);
 	else
