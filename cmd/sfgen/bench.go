@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/connect"
@@ -92,7 +91,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	statementRuns := c.intVar("statement-runs", "runs `N` of the one-statement INSERT ... SELECT per variant", bench.DefaultStatementRuns, 1, bench.MaxStatementRuns)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	withNative := c.fs.Bool("native", false, "also measure the native generator, snowflake_next_id_native() (built and installed beside the SQL one in the throwaway PostgreSQL; with --dsn it must be there)")
-	var compare compareFlag
+	var compare stringsFlag
 	c.fs.Var(&compare, "compare", fmt.Sprintf("also measure `FUNC`() as the DEFAULT of a bigint id: name or schema.name (unqualified: pg_catalog and pg_temp only); up to %d times", bench.MaxCompare))
 	if code, done := c.parseFlags(args); done {
 		return code
@@ -164,21 +163,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.fail("%v", err)
 	}
 	return exitOK
-}
-
-// compareFlag is --compare's values, in order: the flag may be repeated.
-type compareFlag []string
-
-func (f *compareFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return strings.Join(*f, ", ")
-}
-
-func (f *compareFlag) Set(s string) error {
-	*f = append(*f, s)
-	return nil
 }
 
 // createWalinspect creates pg_walinspect in a throwaway cluster's schema

@@ -380,3 +380,19 @@ func layoutArg(l snowflake.Layout) string {
 	}
 	return l.String()
 }
+
+// A stringsFlag is a flag that may be given several times, each value
+// kept in order.
+type stringsFlag []string
+
+func (f *stringsFlag) String() string {
+	if f == nil {
+		return ""
+	}
+	return strings.Join(*f, ", ")
+}
+
+func (f *stringsFlag) Set(s string) error {
+	*f = append(*f, s)
+	return nil
+}

@@ -227,22 +227,6 @@ func notInstalled(err error) bool {
 	return errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") // undefined_function, invalid_schema_name
 }
 
-// A stringsFlag is a flag that may be given several times, each value
-// kept in order.
-type stringsFlag []string
-
-func (f *stringsFlag) String() string {
-	if f == nil {
-		return ""
-	}
-	return strings.Join(*f, ", ")
-}
-
-func (f *stringsFlag) Set(s string) error {
-	*f = append(*f, s)
-	return nil
-}
-
 // A nodeTarget is one database and schema of a fleet check, as --json
 // shows it.
 type nodeTarget struct {
