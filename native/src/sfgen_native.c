@@ -772,65 +772,72 @@ move_state(SfSite *site)
 }
 
 /*
- * One try at the catch-up, acting as the owner of sfgen's objects, as the
- * SECURITY DEFINER snowflake_next_state() does, and calling nothing but
- * setval() and reads of the sequences' pages; sequences are not
- * transactional, so the setval()s stay whatever happens after them.
- * Returns whether the lock was had.
- *
- * Without wait, another session at it is left to it: the lock is tried
- * (most tries find the session at it), and when had, released as soon as
- * the catch-up is done. A try needs no subtransaction: an error midway (a
- * cancel, a statement_timeout) reaches the caller, and the abort of the
- * (sub)transaction that takes it releases the lock and gives the user
- * back, as it does for any function (the next catch-up then finds the
- * guard at 0 and finishes the job).
- *
- * With wait, the lock is waited for, at most SF_LOCK_WAIT_MS, in a
- * subtransaction that is always rolled back, as the PL/pgSQL one's
- * exception block: "the lock not had in time" is caught there and only
- * there, and the lock_timeout setting, the lock and the user switch never
- * outlive it.
+ * The catch-up's steps (move_state()) as the owner of sfgen's objects, as
+ * the SECURITY DEFINER snowflake_next_state() runs them, with the user
+ * given back after; they call nothing but setval() and reads of the
+ * sequences' pages. Sequences are not transactional, so the setval()s
+ * stay whatever happens after them. An error midway reaches the caller,
+ * and the abort of the (sub)transaction that takes it gives the user back,
+ * as it does for any function.
+ */
+static void
+move_state_as_owner(SfSite *site)
+{
+	Oid			user;
+	int			sec;
+
+	GetUserIdAndSecContext(&user, &sec);
+	SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
+	move_state(site);
+	SetUserIdAndSecContext(user, sec);
+}
+
+/*
+ * One try at the catch-up that leaves it to another session at it: the
+ * lock is tried (most tries find the session at it) and, when had,
+ * released as soon as the catch-up is done. It needs no subtransaction:
+ * an error midway (a cancel, a statement_timeout) reaches the caller, and
+ * the abort that takes it releases the lock too (the next catch-up then
+ * finds the guard at 0 and finishes the job). Returns whether the lock was
+ * had.
  */
 static bool
-catch_up(SfSite *site, bool wait)
+try_catch_up(SfSite *site)
+{
+	if (!ConditionalLockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock))
+		return false;
+	move_state_as_owner(site);
+	UnlockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
+	return true;
+}
+
+/*
+ * One catch-up that waits for the lock, at most SF_LOCK_WAIT_MS, in a
+ * subtransaction that is always rolled back, as the PL/pgSQL one's
+ * exception block: "the lock not had in time" is caught there and only
+ * there, and the lock_timeout setting and the lock never outlive it.
+ * Returns whether the lock was had.
+ */
+static bool
+wait_catch_up(SfSite *site)
 {
 	MemoryContext cxt = CurrentMemoryContext;
 	ResourceOwner resowner = CurrentResourceOwner;
 	volatile bool locked = false;
 
-	if (!wait)
-	{
-		Oid			user;
-		int			sec;
-
-		if (!ConditionalLockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock))
-			return false;
-		GetUserIdAndSecContext(&user, &sec);
-		SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
-		move_state(site);
-		SetUserIdAndSecContext(user, sec);
-		UnlockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
-		return true;
-	}
-
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(cxt);
 	PG_TRY();
 	{
-		Oid			user;
-		int			sec;
 		char		timeout[32];
 
-		/* Undone by the subtransaction's end, with the setting below. */
-		GetUserIdAndSecContext(&user, &sec);
-		SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
+		/* Undone by the subtransaction's end. */
 		snprintf(timeout, sizeof(timeout), "%dms", SF_LOCK_WAIT_MS);
 		(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
 								 GUC_ACTION_LOCAL, true, 0, false);
 		LockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
 		locked = true;
-		move_state(site);
+		move_state_as_owner(site);
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(cxt);
 		CurrentResourceOwner = resowner;
@@ -891,7 +898,7 @@ slow_path(SfSite *site)
 			if (!wait && guard > now_ms - SF_CATCH_UP_MS)
 				return state;
 		}
-		locked = catch_up(site, wait);
+		locked = wait ? wait_catch_up(site) : try_catch_up(site);
 		if (!wait || (taken && !locked && state >= SF_MIN_STATE))
 			return state;
 		CHECK_FOR_INTERRUPTS();
