@@ -318,3 +318,13 @@ func ExampleID_Scan_pgx() {
 	err = conn.QueryRow(ctx, `SELECT -1::bigint`).Scan(&got)
 	fmt.Println(errors.Is(err, sfgen.ErrOutOfRange))
 }
+
+func ExampleLayout_IsZero() {
+	var unset sfgen.Layout // a field nobody filled in
+	fmt.Println(unset.IsZero(), sfgen.Twitter().IsZero())
+	_, err := unset.Compose(1288834975657, 1, 1, 0)
+	fmt.Println(errors.Is(err, sfgen.ErrZeroLayout))
+	// Output:
+	// true false
+	// true
+}

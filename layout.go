@@ -147,6 +147,10 @@ func (l Layout) MinTime() time.Time { return l.l.MinTime() }
 // 2080-07-10T17:30:30.208Z in the Twitter layout.
 func (l Layout) MaxTime() time.Time { return l.l.MaxTime() }
 
+// IsZero reports whether l is the zero Layout, which describes no layout
+// (see [Layout]).
+func (l Layout) IsZero() bool { return l.l.IsZero() }
+
 // String describes the layout by its epoch and field widths, as in
 // "epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12":
 // the text that the SQL function snowflake_layout() returns for a

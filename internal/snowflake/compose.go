@@ -74,7 +74,7 @@ func (l Layout) Decompose(id ID) (Parts, error) {
 //
 //go:noinline
 func (l Layout) rangeError(f Field, v int64) error {
-	if l.isZero() {
+	if l.IsZero() {
 		return ErrZeroLayout
 	}
 	return &RangeError{Field: f, Value: v, Min: l.Min(f), Max: l.Max(f)}

@@ -347,8 +347,8 @@ func isCanonicalInteger(s string) bool {
 	return true
 }
 
-// isZero reports whether l is the zero Layout.
-func (l Layout) isZero() bool { return l.deltaLimit == 0 }
+// IsZero reports whether l is the zero Layout, which describes no layout.
+func (l Layout) IsZero() bool { return l.deltaLimit == 0 }
 
 // Epoch returns the layout's epoch in Unix milliseconds.
 func (l Layout) Epoch() int64 { return l.epoch }
@@ -424,7 +424,7 @@ func (l Layout) String() string {
 
 // MarshalText returns l.String(), or ErrZeroLayout for the zero Layout.
 func (l Layout) MarshalText() ([]byte, error) {
-	if l.isZero() {
+	if l.IsZero() {
 		return nil, ErrZeroLayout
 	}
 	return []byte(l.String()), nil

@@ -41,7 +41,7 @@ func LastID(t time.Time) (ID, error) { return twitter.LastID(t) }
 // the IDs made at a <= time < b. The zero Layout returns ErrZeroLayout.
 func (l Layout) FirstID(t time.Time) (ID, error) {
 	switch {
-	case l.isZero():
+	case l.IsZero():
 		return 0, ErrZeroLayout
 	case !t.After(l.MinTime()):
 		return 0, nil
@@ -74,7 +74,7 @@ func (l Layout) FirstID(t time.Time) (ID, error) {
 // ErrZeroLayout.
 func (l Layout) LastID(t time.Time) (ID, error) {
 	switch {
-	case l.isZero():
+	case l.IsZero():
 		return 0, ErrZeroLayout
 	case !t.Before(l.MaxTime()):
 		return ID(math.MaxInt64), nil

@@ -1,0 +1,204 @@
+package catalog
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"strings"
+	"text/template"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// The signatures of the functions Inspect looks for, as to_regprocedure
+// reads them in a schema. Installed.Has takes them.
+const (
+	FuncLayout    = "snowflake_layout()"
+	FuncRelease   = "snowflake_release()"
+	FuncNode      = "snowflake_node()"
+	FuncNextID    = "snowflake_next_id()"
+	FuncCompose   = "snowflake_compose(bigint, integer, integer, integer)"
+	FuncDecompose = "snowflake_decompose(bigint)"
+	FuncTimestamp = "snowflake_timestamp(bigint)"
+	FuncFirstID   = "snowflake_first_id(timestamptz)"
+	FuncLastID    = "snowflake_last_id(timestamptz)"
+	FuncLeaseTake = "snowflake_lease_take(pg_catalog.text, bigint)"
+)
+
+// inspected are the functions Inspect looks for, in one catalog read.
+var inspected = []string{FuncLayout, FuncRelease, FuncNode, FuncNextID, FuncCompose, FuncDecompose,
+	FuncTimestamp, FuncFirstID, FuncLastID, FuncLeaseTake}
+
+// A Querier runs a query that returns one row: a *pgx.Conn, a pgx.Tx or a
+// *pgxpool.Pool as it is, or a database/sql handle through [DB].
+type Querier interface {
+	QueryRow(ctx context.Context, query string, args ...any) pgx.Row
+}
+
+// A SQLQuerier is a *sql.DB, *sql.Conn or *sql.Tx.
+type SQLQuerier interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// DB adapts a database/sql handle to Querier.
+func DB(q SQLQuerier) Querier { return sqlQuerier{q} }
+
+type sqlQuerier struct{ q SQLQuerier }
+
+func (s sqlQuerier) QueryRow(ctx context.Context, query string, args ...any) pgx.Row {
+	return s.q.QueryRowContext(ctx, query, args...)
+}
+
+// A NodeState says whether a schema has a node.
+type NodeState uint8
+
+const (
+	// NoNodeFunction: the schema has no snowflake_node() (no sfgen).
+	NoNodeFunction NodeState = iota
+	// NodeUnset: from release 3 on, a first install without a node leaves
+	// snowflake_node_bits() a PL/pgSQL function that raises SQLSTATE SF201
+	// until snowflake_set_node() sets one, so snowflake_next_id() refuses.
+	NodeUnset
+	// NodeSet: snowflake_node() returns the node.
+	NodeSet
+)
+
+// A Node is the node a schema's snowflake_next_id() puts in its IDs.
+type Node struct {
+	State               NodeState
+	Datacenter, Machine int64 // when State is NodeSet
+}
+
+// String returns "datacenter D, machine M", or "no node".
+func (n Node) String() string {
+	if n.State != NodeSet {
+		return "no node"
+	}
+	return fmt.Sprintf("datacenter %d, machine %d", n.Datacenter, n.Machine)
+}
+
+// An Installed is what Inspect found in a schema.
+type Installed struct {
+	Schema Schema
+	// Layout is the layout snowflake_layout() names (every release has
+	// it); the zero Layout for a schema without sfgen.
+	Layout snowflake.Layout
+	// Release is what snowflake_release() says; 1 for a schema with
+	// snowflake_layout() but not it (release 1 had none); 0 for one
+	// without sfgen.
+	Release int
+	// Stale lists, sorted, the functions of sqlgen.MarkedFunctions whose
+	// comments lack Release's marker (sqlgen.ReleaseMarker): an older
+	// release's plain script put its definitions back over Release's.
+	// Release 1's functions carry no marker, so it is empty below 2.
+	Stale []string
+	// Node is the schema's node, read from snowflake_node() when set.
+	Node Node
+	// NativeLibrary is the library of snowflake_next_id() when it is the
+	// native generator (a C function); "" when it is the SQL one or none.
+	NativeLibrary string
+
+	functions map[string]bool
+}
+
+// Has reports whether the schema has the function with signature sig, one
+// of the Func constants.
+func (i Installed) Has(sig string) bool { return i.functions[sig] }
+
+// Missing returns those of sigs the schema lacks, in order.
+func (i Installed) Missing(sigs ...string) []string {
+	var out []string
+	for _, s := range sigs {
+		if !i.functions[s] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Effective is the release the preflight counts the schema at: Release,
+// or 1 for a stale mix (which may be running release 1's code).
+func (i Installed) Effective() int {
+	if len(i.Stale) > 0 && i.Release <= sqlgen.Latest {
+		return 1
+	}
+	return i.Release
+}
+
+//go:embed sql/inspect.sql.tmpl
+var sqlFS embed.FS
+
+var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl"))
+
+// Inspect reads what schema holds of sfgen through q, in two statements:
+// one of the system catalogs, then one that calls those of sfgen's
+// functions (snowflake_layout(), snowflake_release() and, when a node is
+// set, snowflake_node()) that the first found. In a schema without sfgen
+// it returns an Installed with the zero Layout, release 0 and no node.
+func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
+	if schema.IsZero() {
+		return Installed{}, fmt.Errorf("inspect: no schema given")
+	}
+	in := Installed{Schema: schema, functions: map[string]bool{}}
+	functions, err := render("functions", nil)
+	if err != nil {
+		return Installed{}, err
+	}
+	var have string
+	var unset bool
+	if err := q.QueryRow(ctx, functions, schema.Name(), inspected).Scan(&have, &unset, &in.NativeLibrary); err != nil {
+		return Installed{}, fmt.Errorf("read sfgen's functions in schema %s: %w", schema, err)
+	}
+	for _, f := range strings.Split(have, "\n") {
+		if f != "" {
+			in.functions[f] = true
+		}
+	}
+	switch {
+	case unset:
+		in.Node.State = NodeUnset
+	case in.functions[FuncNode]:
+		in.Node.State = NodeSet
+	}
+	d := struct {
+		Schema                string
+		Layout, Release, Node bool
+	}{schema.Quoted(), in.functions[FuncLayout], in.functions[FuncLayout] && in.functions[FuncRelease], in.Node.State == NodeSet}
+	if !d.Layout && !d.Node {
+		return in, nil
+	}
+	calls, err := render("calls", d)
+	if err != nil {
+		return Installed{}, err
+	}
+	var args []any
+	if d.Release {
+		args = []any{schema.Quoted(), sqlgen.MarkedFunctions}
+	}
+	var spec, stale string
+	if err := q.QueryRow(ctx, calls, args...).Scan(&spec, &in.Release, &stale, &in.Node.Datacenter, &in.Node.Machine); err != nil {
+		return Installed{}, fmt.Errorf("read the sfgen release, layout and node of schema %s: %w", schema, err)
+	}
+	if stale != "" {
+		in.Stale = strings.Split(stale, "\n")
+	}
+	if d.Layout {
+		if in.Layout, err = snowflake.ParseLayout(spec); err != nil {
+			return Installed{}, fmt.Errorf("schema %s: snowflake_layout() returns %q, not a layout this sfgen reads: %w", schema, spec, err)
+		}
+	}
+	return in, nil
+}
+
+func render(name string, data any) (string, error) {
+	var b bytes.Buffer
+	if err := statements.ExecuteTemplate(&b, name, data); err != nil {
+		return "", fmt.Errorf("render %s: %w", name, err)
+	}
+	return b.String(), nil
+}
