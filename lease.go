@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -103,11 +103,8 @@ type Lease struct {
 // snowflake_lease_take(), snowflake_lease_renew() and
 // snowflake_lease_release(), which only the owner has until it grants it.
 func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) {
-	schema := o.Schema
-	if schema == "" {
-		schema = "public"
-	}
-	if err := pgident.ValidateSchema(schema); err != nil {
+	schema, err := catalog.ParseSchema(o.Schema)
+	if err != nil {
 		return nil, err
 	}
 	ttl := o.TTL
@@ -122,37 +119,19 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 		host, _ := os.Hostname()
 		holder = fmt.Sprintf("%s pid %d", host, os.Getpid())
 	}
-	q := pgident.Quote(schema)
-	// Which functions are there, first: a call of one that is not fails
-	// when the statement is parsed.
-	var hasLayout, hasRelease, hasLeases bool
-	err := db.QueryRowContext(ctx, `SELECT pg_catalog.to_regprocedure($1) IS NOT NULL, pg_catalog.to_regprocedure($2) IS NOT NULL,
-		pg_catalog.to_regprocedure($3) IS NOT NULL`,
-		q+".snowflake_layout()", q+".snowflake_release()", q+".snowflake_lease_take(pg_catalog.text, bigint)").Scan(&hasLayout, &hasRelease, &hasLeases)
+	in, err := catalog.Inspect(ctx, catalog.DB(db), schema)
 	if err != nil {
-		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
+		return nil, fmt.Errorf("take a node lease: %w", err)
 	}
-	if !hasLayout {
+	if in.Layout.IsZero() {
 		return nil, fmt.Errorf("take a node lease: schema %s has no sfgen install: %w", schema, ErrNoLeases)
 	}
-	if !hasLeases {
-		release := 1 // a schema without snowflake_release()
-		if hasRelease {
-			if err := db.QueryRowContext(ctx, `SELECT `+q+`.snowflake_release()`).Scan(&release); err != nil {
-				return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
-			}
-		}
+	if !in.Has(catalog.FuncLeaseTake) {
 		return nil, fmt.Errorf("take a node lease: schema %s is at sfgen release %d, before leases (release 3); upgrade it with sfgen install: %w",
-			schema, release, ErrNoLeases)
+			schema, in.Release, ErrNoLeases)
 	}
-	var spec string
-	if err := db.QueryRowContext(ctx, `SELECT `+q+`.snowflake_layout()`).Scan(&spec); err != nil {
-		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
-	}
-	layout, err := ParseLayout(spec)
-	if err != nil {
-		return nil, fmt.Errorf("take a node lease: schema %s's snowflake_layout() returns %q: %w", schema, spec, err)
-	}
+	layout := Layout{in.Layout}
+	q := schema.Quoted()
 	l := &Lease{db: db, schema: q, layout: layout, ttl: ttl, start: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	sent := time.Since(l.start)

@@ -33,7 +33,7 @@ var publicAPI = []string{
 	"Field", "FieldDatacenter", "FieldID", "FieldMachine", "FieldSequence", "FieldTimestamp",
 	"FirstID", "Generator", "Generator.Layout", "Generator.Next",
 	"ID", "ID.Int64", "ID.MarshalJSON", "ID.MarshalText", "ID.Scan", "ID.String", "ID.UnmarshalJSON", "ID.UnmarshalText", "ID.Value",
-	"LastID", "Layout", "Layout.Bits", "Layout.Compose", "Layout.Decompose", "Layout.Epoch", "Layout.FirstID", "Layout.LastID",
+	"LastID", "Layout", "Layout.Bits", "Layout.Compose", "Layout.Decompose", "Layout.Epoch", "Layout.FirstID", "Layout.IsZero", "Layout.LastID",
 	"Layout.MarshalText", "Layout.Max", "Layout.MaxTime", "Layout.Min", "Layout.MinTime", "Layout.NewGenerator", "Layout.Shift",
 	"Layout.String", "Layout.UnmarshalText", "LayoutError", "NewGenerator", "NewLayout",
 	"NullID", "NullID.MarshalJSON", "NullID.Scan", "NullID.UnmarshalJSON", "NullID.Value",
@@ -314,14 +314,14 @@ func TestGeneratorNode(t *testing.T) {
 }
 
 // TestDependencies: importing sfgen brings in the standard library and
-// nothing else (but two small packages of its own), whatever the command and the tests use.
+// nothing else (but three small packages of its own), whatever the command and the tests use.
 func TestDependencies(t *testing.T) {
 	out, err := exec.Command(goTool(t), "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
 	got := strings.Fields(string(out))
-	want := []string{"github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen"}
+	want := []string{"github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen/internal/catalog", "github.com/sfgen/sfgen"}
 	if !slices.Equal(got, want) {
 		t.Errorf("sfgen's non-standard dependencies: %v, want %v", got, want)
 	}

@@ -9,8 +9,8 @@ import (
 	"os"
 
 	"github.com/sfgen/sfgen/internal/bench"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -203,13 +203,15 @@ func (c *cli) checkLayout(ctx context.Context, dsn, schema string, l snowflake.L
 		return c.connectError(err), false
 	}
 	defer conn.Close(context.Background())
-	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return conn.QueryRow(ctx, q, args...)
-	}, schema)
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
+		return c.usageError("%v", err), false
+	}
+	in, err := catalog.Inspect(ctx, catalog.PGX(conn), s)
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn)), false
 	}
-	if in.Layout != (snowflake.Layout{}) && in.Layout != l {
+	if !in.Layout.IsZero() && in.Layout != l {
 		return c.fail("schema %s was generated for layout %s, not --layout %s", schema, describeLayout(in.Layout), describeLayout(l)), false
 	}
 	return exitOK, true

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -134,9 +134,7 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 	runGoose := gooseIn(t, goose, dir, schema+".goose_db_version", dsn)
 	release := func() int {
 		t.Helper()
-		in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-			return conn.QueryRow(ctx, q, args...)
-		}, schema)
+		in, err := catalog.Inspect(ctx, catalog.PGX(conn), mustSchema(t, schema))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -207,4 +205,13 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 	if code, out, errOut := sfgen(t, "migration", "--dir", dir); code != 0 || out != "" || !strings.Contains(errOut, "up to date") {
 		t.Errorf("sfgen migration at release %d = %d, %q, %q; want up to date", sqlgen.Latest, code, out, errOut)
 	}
+}
+
+func mustSchema(t testing.TB, name string) catalog.Schema {
+	t.Helper()
+	s, err := catalog.ParseSchema(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -7,9 +7,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const installHelp = `
@@ -99,10 +98,8 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	res, err := install.Apply(ctx, db, o)
 	if errors.Is(err, install.ErrLayoutMismatch) {
-		in, ierr := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-			return db.QueryRowContext(ctx, q, args...)
-		}, o.Schema)
-		if ierr == nil && in.Layout != (snowflake.Layout{}) {
+		in, ierr := inspect(ctx, db, o.Schema)
+		if ierr == nil && !in.Layout.IsZero() {
 			return c.fail("schema %s holds sfgen for layout %s, not --layout %s; give --layout %q for this schema, or install into another one",
 				o.Schema, describeLayout(in.Layout), describeLayout(o.Layout), layoutArg(in.Layout))
 		}
@@ -125,9 +122,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 // sayNode warns on stderr when schema has no node after an install, and
 // says how to set one.
 func (c *cli) sayNode(ctx context.Context, db *sql.DB, schema string) {
-	_, _, err := nodeIn(ctx, db, pgident.Quote(schema))
-	switch {
-	case errors.Is(err, errNodeUnset):
+	if in, err := inspect(ctx, db, schema); err == nil && in.Node.State == catalog.NodeUnset {
 		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", schema)
 	}
 }
@@ -137,15 +132,16 @@ func (c *cli) sayNode(ctx context.Context, db *sql.DB, schema string) {
 // node, so any other is refused (exit 2) rather than silently not applied.
 // A schema without sfgen passes.
 func (c *cli) nodeKept(ctx context.Context, db *sql.DB, dsn, schema string, node nodeFlags) (code int, ok bool) {
-	dc, m, err := nodeIn(ctx, db, pgident.Quote(schema))
-	if notInstalled(err) {
-		return exitOK, true
-	}
-	if errors.Is(err, errNodeUnset) {
-		return c.usageError("schema %s already has sfgen, with no node set, and install keeps a schema's node; set it with 'sfgen node --schema %s --datacenter N --machine N'", schema, schema), false
-	}
+	in, err := inspect(ctx, db, schema)
 	if err != nil {
 		return c.fail("read the node of schema %s: %s", schema, redactErr(err, dsn)), false
+	}
+	dc, m := in.Node.Datacenter, in.Node.Machine
+	switch in.Node.State {
+	case catalog.NoNodeFunction:
+		return exitOK, true
+	case catalog.NodeUnset:
+		return c.usageError("schema %s already has sfgen, with no node set, and install keeps a schema's node; set it with 'sfgen node --schema %s --datacenter N --machine N'", schema, schema), false
 	}
 	if wdc, wm := node.over(dc, m); wdc != dc || wm != m {
 		return c.usageError("schema %s already has sfgen with node datacenter %d, machine %d, which install keeps; to move it to datacenter %d, machine %d run 'sfgen node --schema %s --datacenter %d --machine %d' (IDs stay unique only if no other database or service makes IDs with that node)",

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"database/sql"
 	"fmt"
 	"strconv"
@@ -9,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -142,9 +141,7 @@ func TestNextLeaseUsage(t *testing.T) {
 			t.Fatalf("%s: %v", f.Name, err)
 		}
 	}
-	if in, err := install.InstalledRelease(t.Context(), func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return db.QueryRowContext(ctx, q, args...)
-	}, "public"); err != nil || in.Release != 2 {
+	if in, err := catalog.Inspect(t.Context(), catalog.DB(db), catalog.Public); err != nil || in.Release != 2 {
 		t.Fatalf("set up release 2: %+v %v", in, err)
 	}
 	code, out, errOut := sfgen(t, "next", "--dsn", dsn)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -12,8 +11,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -124,27 +123,20 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	}
 	defer db.Close()
 
-	q := pgident.Quote(schema)
 	tx, err := db.BeginTx(ctx, nil)
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
 	}
 	defer tx.Rollback()
-	oldDC, oldM, err := nodeIn(ctx, tx, q)
-	unset := errors.Is(err, errNodeUnset)
-	if err != nil && !unset {
-		if notInstalled(err) {
-			return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", schema)
-		}
+	in, err := inspect(ctx, tx, schema)
+	if err != nil {
 		return c.fail("read the node: %s", redactErr(err, dsn))
 	}
-	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return tx.QueryRowContext(ctx, q, args...)
-	}, schema)
-	release := in.Release
-	if err != nil {
-		return c.fail("read the release: %s", redactErr(err, dsn))
+	if !in.Has(catalog.FuncNode) {
+		return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", schema)
 	}
+	unset := in.Node.State == catalog.NodeUnset
+	oldDC, oldM, release := in.Node.Datacenter, in.Node.Machine, in.Release
 	for _, f := range []struct {
 		fld  snowflake.Field
 		flag *intFlag
@@ -174,16 +166,17 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		return exitOK
 	}
 	dc, m := node.over(oldDC, oldM)
-	if _, err := tx.ExecContext(ctx, "SELECT "+q+".snowflake_set_node($1, $2)", dc, m); err != nil {
+	if _, err := tx.ExecContext(ctx, "SELECT "+in.Schema.Quoted()+".snowflake_set_node($1, $2)", dc, m); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
 			return c.fail("permission denied: %s; connect as the role that owns sfgen's functions", pe.Message)
 		}
 		return c.fail("set the node: %s", redactErr(err, dsn))
 	}
-	if dc, m, err = nodeIn(ctx, tx, q); err != nil {
+	if in, err = inspect(ctx, tx, schema); err != nil {
 		return c.fail("read the node back: %s", redactErr(err, dsn))
 	}
+	dc, m = in.Node.Datacenter, in.Node.Machine
 	if err := tx.Commit(); err != nil {
 		return c.fail("commit: %s", redactErr(err, dsn))
 	}
@@ -195,36 +188,14 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	return exitOK
 }
 
-// nodeIn reads the node of snowflake_next_id() in schema q (quoted). It returns
-// errNodeUnset for a schema whose node is not set (install.NodeUnset).
-func nodeIn(ctx context.Context, db rowQuerier, q string) (datacenter, machine int64, err error) {
-	unset, err := install.NodeUnset(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return db.QueryRowContext(ctx, q, args...)
-	}, q)
+// inspect reads what schema holds of sfgen (catalog.Inspect) through q,
+// a *sql.DB, *sql.Conn or *sql.Tx.
+func inspect(ctx context.Context, q catalog.SQLQuerier, schema string) (catalog.Installed, error) {
+	s, err := catalog.ParseSchema(schema)
 	if err != nil {
-		return 0, 0, err
+		return catalog.Installed{}, err
 	}
-	if unset {
-		return 0, 0, errNodeUnset
-	}
-	err = db.QueryRowContext(ctx, "SELECT datacenter_id, machine_id FROM "+q+".snowflake_node()").Scan(&datacenter, &machine)
-	return datacenter, machine, err
-}
-
-// errNodeUnset says that a schema's node is not set: its
-// snowflake_next_id() refuses to make IDs until one is.
-var errNodeUnset = errors.New("no node is set")
-
-// A rowQuerier is a *sql.DB, *sql.Conn or *sql.Tx.
-type rowQuerier interface {
-	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
-}
-
-// notInstalled reports whether err says that the schema, or sfgen's
-// functions in it, do not exist.
-func notInstalled(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && (pe.Code == "42883" || pe.Code == "3F000") // undefined_function, invalid_schema_name
+	return catalog.Inspect(ctx, catalog.DB(q), s)
 }
 
 // A nodeTarget is one database and schema of a fleet check, as --json
@@ -418,26 +389,24 @@ func readTargets(ctx context.Context, dsn, name string, schemas []string) []*nod
 	}
 	for _, t := range out {
 		t.key = server + " " + where + " " + t.Schema
-		in, err := install.InstalledRelease(ctx, install.SQLConn(conn), t.Schema)
+		in, err := inspect(ctx, conn, t.Schema)
 		if err != nil {
 			t.Error = redactErr(err, dsn)
 			continue
 		}
-		if in.Layout == (snowflake.Layout{}) {
+		if in.Layout.IsZero() {
 			t.missing = "snowflake_layout() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
 			continue
 		}
 		t.layout, t.Layout, t.Release = in.Layout, layoutArg(in.Layout), in.Release
-		t.Datacenter, t.Machine, err = nodeIn(ctx, conn, pgident.Quote(t.Schema))
-		switch {
-		case notInstalled(err):
+		switch in.Node.State {
+		case catalog.NoNodeFunction:
 			t.missing = "snowflake_node() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
-		case errors.Is(err, errNodeUnset):
+		case catalog.NodeUnset:
 			t.Installed = true
-		case err != nil:
-			t.Error = redactErr(err, dsn)
 		default:
 			t.Installed, t.NodeSet = true, true
+			t.Datacenter, t.Machine = in.Node.Datacenter, in.Node.Machine
 		}
 	}
 	return out

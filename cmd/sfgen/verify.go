@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/verify"
 )
@@ -89,18 +88,8 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	defer pool.Close()
 	var server string
 	pool.QueryRow(ctx, "SHOW server_version").Scan(&server)
-	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return pool.QueryRow(ctx, q, args...)
-	}, *schema)
-	if err != nil {
-		return c.fail("%s", redactErr(err, dsn))
-	}
-	if in.Layout != (snowflake.Layout{}) { // else verify.Run says what is missing
-		if lf.set && in.Layout != lf.layout {
-			return c.fail("schema %s was generated for layout %s, not --layout %s; leave --layout out to check the layout the schema records",
-				*schema, describeLayout(in.Layout), describeLayout(lf.layout))
-		}
-		o.Layout = in.Layout
+	if !lf.set {
+		o.Layout = snowflake.Layout{} // the layout the schema records
 	}
 
 	if useColor(stderr) && o.Count > 0 {
@@ -109,6 +98,10 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		defer bar.finish()
 	}
 	rep, err := verify.Run(ctx, pool, o)
+	if mismatch := (*verify.LayoutMismatchError)(nil); errors.As(err, &mismatch) {
+		return c.fail("schema %s was generated for layout %s, not --layout %s; leave --layout out to check the layout the schema records",
+			mismatch.Schema, describeLayout(mismatch.Has), describeLayout(mismatch.Want))
+	}
 	if errors.Is(err, verify.ErrNotInstalled) || errors.Is(err, verify.ErrLayoutMismatch) {
 		return c.fail("%v", err)
 	}

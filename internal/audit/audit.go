@@ -58,7 +58,6 @@ var (
 	ErrInvalidName = errors.New("invalid name")
 	ErrNotFound    = errors.New("not found")
 	ErrColumnType  = errors.New("unsupported column type")
-	ErrZeroLayout  = errors.New("no layout")
 	ErrBadDuration = errors.New("duration out of range")
 )
 
@@ -190,8 +189,8 @@ func (o Options) withDefaults() Options {
 // Check validates the options without a database.
 func (o Options) Check() error {
 	o = o.withDefaults()
-	if o.Layout == (snowflake.Layout{}) {
-		return ErrZeroLayout
+	if o.Layout.IsZero() {
+		return snowflake.ErrZeroLayout
 	}
 	names := []struct{ field, value string }{{"schema", o.Schema}, {"table", o.Table}, {"column", o.Column}}
 	if o.TimeColumn != "" {

@@ -211,7 +211,7 @@ func TestMissing(t *testing.T) {
 			t.Errorf("%+v: %v; want %v containing %q on one line", c.o, err, c.is, c.text)
 		}
 	}
-	if _, err := audit.Run(context.Background(), db, audit.Options{Table: "ev"}); !errors.Is(err, audit.ErrZeroLayout) {
+	if _, err := audit.Run(context.Background(), db, audit.Options{Table: "ev"}); !errors.Is(err, snowflake.ErrZeroLayout) {
 		t.Errorf("zero layout: %v", err)
 	}
 	if r, err := audit.Run(context.Background(), db, audit.Options{Schema: "other", Table: "ids", Layout: snowflake.Twitter}); err != nil || r.Schema != "other" {

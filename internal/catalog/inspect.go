@@ -9,10 +9,7 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/sfgen/sfgen/internal/snowflake"
-	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // The signatures of the functions Inspect looks for, as to_regprocedure
@@ -34,10 +31,13 @@ const (
 var inspected = []string{FuncLayout, FuncRelease, FuncNode, FuncNextID, FuncCompose, FuncDecompose,
 	FuncTimestamp, FuncFirstID, FuncLastID, FuncLeaseTake}
 
-// A Querier runs a query that returns one row: a *pgx.Conn, a pgx.Tx or a
-// *pgxpool.Pool as it is, or a database/sql handle through [DB].
+// A Row is one row of a query's answer: a *sql.Row or a pgx.Row.
+type Row interface{ Scan(dest ...any) error }
+
+// A Querier runs a query that returns one row: a pgx handle through
+// [PGX], a database/sql one through [DB].
 type Querier interface {
-	QueryRow(ctx context.Context, query string, args ...any) pgx.Row
+	QueryRow(ctx context.Context, query string, args ...any) Row
 }
 
 // A SQLQuerier is a *sql.DB, *sql.Conn or *sql.Tx.
@@ -50,8 +50,24 @@ func DB(q SQLQuerier) Querier { return sqlQuerier{q} }
 
 type sqlQuerier struct{ q SQLQuerier }
 
-func (s sqlQuerier) QueryRow(ctx context.Context, query string, args ...any) pgx.Row {
+func (s sqlQuerier) QueryRow(ctx context.Context, query string, args ...any) Row {
 	return s.q.QueryRowContext(ctx, query, args...)
+}
+
+// A PGXQuerier is a *pgx.Conn, pgx.Tx, *pgxpool.Pool or *pgxpool.Conn,
+// whose QueryRow returns R, a pgx.Row. (This package names no pgx type,
+// so that importing it brings in the standard library alone.)
+type PGXQuerier[R Row] interface {
+	QueryRow(ctx context.Context, query string, args ...any) R
+}
+
+// PGX adapts a pgx handle to Querier: catalog.PGX(conn).
+func PGX[R Row](q PGXQuerier[R]) Querier { return pgxQuerier[R]{q} }
+
+type pgxQuerier[R Row] struct{ q PGXQuerier[R] }
+
+func (p pgxQuerier[R]) QueryRow(ctx context.Context, query string, args ...any) Row {
+	return p.q.QueryRow(ctx, query, args...)
 }
 
 // A NodeState says whether a schema has a node.
@@ -92,8 +108,8 @@ type Installed struct {
 	// snowflake_layout() but not it (release 1 had none); 0 for one
 	// without sfgen.
 	Release int
-	// Stale lists, sorted, the functions of sqlgen.MarkedFunctions whose
-	// comments lack Release's marker (sqlgen.ReleaseMarker): an older
+	// Stale lists, sorted, the functions of MarkedFunctions whose
+	// comments lack Release's marker (ReleaseMarker): an older
 	// release's plain script put its definitions back over Release's.
 	// Release 1's functions carry no marker, so it is empty below 2.
 	Stale []string
@@ -124,7 +140,7 @@ func (i Installed) Missing(sigs ...string) []string {
 // Effective is the release the preflight counts the schema at: Release,
 // or 1 for a stale mix (which may be running release 1's code).
 func (i Installed) Effective() int {
-	if len(i.Stale) > 0 && i.Release <= sqlgen.Latest {
+	if len(i.Stale) > 0 && i.Release <= Latest {
 		return 1
 	}
 	return i.Release
@@ -178,7 +194,7 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	}
 	var args []any
 	if d.Release {
-		args = []any{schema.Quoted(), sqlgen.MarkedFunctions}
+		args = []any{schema.Quoted(), MarkedFunctions}
 	}
 	var spec, stale string
 	if err := q.QueryRow(ctx, calls, args...).Scan(&spec, &in.Release, &stale, &in.Node.Datacenter, &in.Node.Machine); err != nil {

@@ -51,7 +51,7 @@ func schema(t *testing.T, name string) catalog.Schema {
 // fails t when the two answers differ.
 func inspectBoth(t *testing.T, conn *pgx.Conn, db *sql.DB, s catalog.Schema) (catalog.Installed, error) {
 	t.Helper()
-	in, err := catalog.Inspect(t.Context(), conn, s)
+	in, err := catalog.Inspect(t.Context(), catalog.PGX(conn), s)
 	in2, err2 := catalog.Inspect(t.Context(), catalog.DB(db), s)
 	if fmt.Sprint(err) != fmt.Sprint(err2) || !reflect.DeepEqual(in, in2) {
 		t.Errorf("schema %s: through pgx %+v, %v; through database/sql %+v, %v", s, in, err, in2, err2)
@@ -208,7 +208,7 @@ func TestInspectKeepsTheTransaction(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tx.Rollback(ctx)
-	in, err := catalog.Inspect(ctx, tx, schema(t, "nonode"))
+	in, err := catalog.Inspect(ctx, catalog.PGX(tx), schema(t, "nonode"))
 	if err != nil || in.Node.State != catalog.NodeUnset {
 		t.Fatalf("Inspect = %+v, %v; want no node", in, err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -27,7 +28,7 @@ func TestFirstNodeUndone(t *testing.T) {
 	defer db.Close()
 	ctx := context.Background()
 	failed := errors.New("the release line failed")
-	upHook = func(context.Context, *sql.DB, fs.FS, string) (*Result, error) { return nil, failed }
+	upHook = func(context.Context, *sql.DB, fs.FS, catalog.Schema) (*Result, error) { return nil, failed }
 	defer func() { upHook = up }()
 	if _, err := Apply(ctx, db, sqlgen.Options{UnsetNode: true}); !errors.Is(err, failed) {
 		t.Fatalf("Apply = %v; want the release line's error", err)
@@ -128,9 +129,7 @@ func TestReleaseThreeNamesOfTheInstaller(t *testing.T) {
 			if !errors.Is(err, ErrForeignObject) {
 				t.Fatalf("Apply over release 2 with %q: %v; want ErrForeignObject", own, err)
 			}
-			in, err := InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-				return db.QueryRowContext(ctx, q, args...)
-			}, "public")
+			in, err := catalog.Inspect(ctx, catalog.DB(db), catalog.Public)
 			if err != nil || in.Release != 2 {
 				t.Errorf("after the refusal: release %d, %v; want 2, unchanged", in.Release, err)
 			}

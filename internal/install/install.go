@@ -23,7 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
-	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/migrations"
@@ -111,11 +111,11 @@ func FS(o sqlgen.Options) (fs.FS, error) {
 // Every session Apply and goose use resolves names in pg_catalog only
 // (search_path pg_catalog, pg_temp), whatever db's connections default to.
 func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
-	schema := o.Schema
-	if schema == "" {
-		schema = sqlgen.DefaultSchema
+	schema, err := catalog.ParseSchema(o.Schema)
+	if err != nil {
+		return nil, err
 	}
-	o.Schema = schema
+	o.Schema = schema.Name()
 	if o.Layout == (snowflake.Layout{}) {
 		o.Layout = snowflake.Twitter
 	}
@@ -145,19 +145,19 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.pg_advisory_unlock($1)", applyLockID)
 
-	if err := check(ctx, conn, schema, string(preflight)); err != nil {
+	if err := check(ctx, conn, schema.Name(), string(preflight)); err != nil {
 		return nil, err
 	}
 	var schemaExisted, tableExisted bool
 	err = conn.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname OPERATOR(pg_catalog.=) $1),
 		pg_catalog.to_regclass(pg_catalog.quote_ident($1) OPERATOR(pg_catalog.||) '.' OPERATOR(pg_catalog.||) $2) IS NOT NULL`,
-		schema, VersionTable).Scan(&schemaExisted, &tableExisted)
+		schema.Name(), VersionTable).Scan(&schemaExisted, &tableExisted)
 	if err != nil {
 		return nil, fmt.Errorf("inspect database: %w", err)
 	}
 	if !schemaExisted {
-		if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+pgident.Quote(schema)); err != nil {
+		if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema.Quoted()); err != nil {
 			return nil, fmt.Errorf("create schema %s: %w", schema, err)
 		}
 	}
@@ -170,7 +170,7 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 			return nil, err
 		}
 	}
-	before, err := InstalledRelease(ctx, SQLConn(conn), schema)
+	before, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
 	if err != nil {
 		if !tableExisted {
 			undo(conn, schema, !schemaExisted)
@@ -226,8 +226,8 @@ func firstNode(ctx context.Context, conn *sql.Conn, o sqlgen.Options) error {
 // releases (an older script run over release N) is recorded at N-1, so
 // that release N's own file runs again: its check counts the mix as
 // release 1 and upgrades it from there.
-func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema string) error {
-	in, err := InstalledRelease(ctx, SQLConn(conn), schema)
+func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema catalog.Schema) error {
+	in, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
 	release := in.Effective()
 	if err != nil || release == 0 {
 		return err
@@ -248,107 +248,11 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema s
 		return fmt.Errorf("create %s.%s: %w", schema, VersionTable, err)
 	}
 	for v := 1; v <= min(release, sqlgen.Latest); v++ {
-		if _, err := conn.ExecContext(ctx, "INSERT INTO "+pgident.Quote(schema)+"."+VersionTable+" (version_id, is_applied) VALUES ($1, true)", v); err != nil {
+		if _, err := conn.ExecContext(ctx, "INSERT INTO "+schema.Quoted()+"."+VersionTable+" (version_id, is_applied) VALUES ($1, true)", v); err != nil {
 			return fmt.Errorf("record release %d in %s.%s: %w", v, schema, VersionTable, err)
 		}
 	}
 	return nil
-}
-
-// A RowQuery runs a query that returns one row: a *sql.DB's, *sql.Conn's
-// or *sql.Tx's QueryRowContext, or pgx's QueryRow, wrapped as a function.
-type RowQuery func(ctx context.Context, query string, args ...any) interface{ Scan(dest ...any) error }
-
-// An Installed says which sfgen release, for which layout, a schema holds.
-type Installed struct {
-	// Layout is the layout snowflake_layout() names (every release has
-	// it); the zero Layout for a schema without sfgen.
-	Layout snowflake.Layout
-	// Release is what snowflake_release() says; 1 for a schema with
-	// snowflake_layout() but not it (release 1 had none); 0 for one
-	// without sfgen.
-	Release int
-	// Stale lists, sorted, the functions of sqlgen.MarkedFunctions whose
-	// comments lack Release's marker (sqlgen.ReleaseMarker): an older
-	// release's plain script put its definitions back over Release's.
-	// Release 1's functions carry no marker, so it is empty below 2.
-	Stale []string
-}
-
-// Effective is the release the preflight counts the schema at: Release,
-// or 1 for a stale mix (which may be running release 1's code).
-func (i Installed) Effective() int {
-	if len(i.Stale) > 0 && i.Release <= sqlgen.Latest {
-		return 1
-	}
-	return i.Release
-}
-
-// InstalledRelease reads which sfgen release schema holds, through query.
-func InstalledRelease(ctx context.Context, query RowQuery, schema string) (Installed, error) {
-	if err := pgident.ValidateSchema(schema); err != nil {
-		return Installed{}, err
-	}
-	q := pgident.Quote(schema)
-	var layout, release bool
-	if err := query(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL, pg_catalog.to_regprocedure($2) IS NOT NULL",
-		q+".snowflake_layout()", q+".snowflake_release()").Scan(&layout, &release); err != nil {
-		return Installed{}, fmt.Errorf("read the installed release: %w", err)
-	}
-	if !layout {
-		return Installed{}, nil
-	}
-	var in Installed
-	var spec string
-	if err := query(ctx, "SELECT "+q+".snowflake_layout()").Scan(&spec); err != nil {
-		return Installed{}, fmt.Errorf("read the installed layout: %w", err)
-	}
-	l, err := snowflake.ParseLayout(spec)
-	if err != nil {
-		return Installed{}, fmt.Errorf("schema %s: snowflake_layout() returns %q, not a layout this sfgen reads: %w", schema, spec, err)
-	}
-	in.Layout = l
-	if !release {
-		in.Release = 1
-		return in, nil
-	}
-	var stale string // one a line: database/sql scans no arrays
-	err = query(ctx, "SELECT "+q+`.snowflake_release(), COALESCE((SELECT pg_catalog.string_agg(p.oid::pg_catalog.regprocedure::pg_catalog.text, E'\n' ORDER BY 1)
-		FROM pg_catalog.pg_proc p
-		WHERE p.pronamespace OPERATOR(pg_catalog.=) $1::pg_catalog.regnamespace AND p.proname OPERATOR(pg_catalog.=) ANY ($2::pg_catalog.name[])
-		AND pg_catalog.strpos(COALESCE(pg_catalog.obj_description(p.oid, 'pg_proc'), ''), pg_catalog.format('Generated by sfgen release %s.', `+q+`.snowflake_release())) OPERATOR(pg_catalog.=) 0),
-		'')`, q, sqlgen.MarkedFunctions).Scan(&in.Release, &stale)
-	if err != nil {
-		return Installed{}, fmt.Errorf("read the installed release: %w", err)
-	}
-	if stale != "" {
-		in.Stale = strings.Split(stale, "\n")
-	}
-	return in, nil
-}
-
-// NodeUnset reports whether schema's node is unset: from release 3 on, a
-// first install without a node leaves snowflake_node_bits() a PL/pgSQL
-// function that raises SQLSTATE SF201 until snowflake_set_node() sets
-// one. It reads the catalog rather than calling the function, whose error
-// would end the caller's transaction. A schema without the function is
-// not unset. quoted is the schema as pgident.Quote writes it.
-func NodeUnset(ctx context.Context, query RowQuery, quoted string) (bool, error) {
-	var unset bool
-	err := query(ctx, `SELECT COALESCE((SELECT l.lanname OPERATOR(pg_catalog.=) 'plpgsql' FROM pg_catalog.pg_proc p
-		JOIN pg_catalog.pg_language l ON l.oid OPERATOR(pg_catalog.=) p.prolang
-		WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure($1)), false)`, quoted+".snowflake_node_bits()").Scan(&unset)
-	if err != nil {
-		return false, fmt.Errorf("read the node of schema %s: %w", quoted, err)
-	}
-	return unset, nil
-}
-
-// SQLConn adapts a *sql.Conn to RowQuery.
-func SQLConn(c *sql.Conn) RowQuery {
-	return func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return c.QueryRowContext(ctx, q, args...)
-	}
 }
 
 // check runs the preflight in a transaction it rolls back, and checks the
@@ -396,14 +300,14 @@ func (e *CheckError) Error() string { return strings.TrimPrefix(e.Message, "sfge
 // Unwrap returns the sentinel that says which check failed.
 func (e *CheckError) Unwrap() error { return e.err }
 
-func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema string) (*Result, error) {
+func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema catalog.Schema) (*Result, error) {
 	p, err := newProvider(db, fsys, schema)
 	if err != nil {
 		return nil, err
 	}
 	// No p.Close(): it would close db, which belongs to the caller.
 	results, err := p.Up(ctx)
-	res := &Result{Schema: schema}
+	res := &Result{Schema: schema.Name()}
 	for _, r := range results {
 		if r.Error == nil {
 			res.Applied = append(res.Applied, r.Source.Path)
@@ -422,14 +326,11 @@ func up(ctx context.Context, db *sql.DB, fsys fs.FS, schema string) (*Result, er
 	return res, nil
 }
 
-func newProvider(db *sql.DB, fsys fs.FS, schema string) (*goose.Provider, error) {
-	if err := pgident.ValidateSchema(schema); err != nil {
-		return nil, err
-	}
-	// goose writes the table name into its SQL unquoted; ValidateSchema
-	// admits only names that need no quotes.
+func newProvider(db *sql.DB, fsys fs.FS, schema catalog.Schema) (*goose.Provider, error) {
+	// goose writes the table name into its SQL unquoted; a catalog.Schema
+	// is a name that needs no quotes.
 	return goose.NewProvider(goose.DialectPostgres, db, fsys,
-		goose.WithTableName(schema+"."+VersionTable),
+		goose.WithTableName(schema.Name()+"."+VersionTable),
 		goose.WithSessionLocker(newPinnedLocker(gooseLockID)),
 		goose.WithDisableGlobalRegistry(true),
 	)
@@ -534,9 +435,9 @@ func advisoryLock(ctx context.Context, conn *sql.Conn, id int64, wait time.Durat
 // node firstNode made when no release was applied, and the schema when
 // Apply created it and nothing else is in it. It runs
 // under Apply's lock, so it never removes what another install made.
-func undo(conn *sql.Conn, schema string, dropSchema bool) {
+func undo(conn *sql.Conn, schema catalog.Schema, dropSchema bool) {
 	ctx := context.Background() // the caller's context may be what failed
-	q := pgident.Quote(schema)
+	q := schema.Quoted()
 	conn.ExecContext(ctx, "DROP TABLE IF EXISTS "+q+"."+VersionTable)
 	// The node firstNode made, if no release got as far as
 	// snowflake_layout(): alone, it is no install.

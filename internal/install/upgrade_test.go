@@ -1186,7 +1186,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// generator goes on making unique IDs, with release 1's code over
 	// release 1's parked guard (so it no longer catches up: verify says
 	// why); the comments say which functions are release 1's again
-	// (InstalledRelease's Stale), and the latest release's script, or
+	// (catalog.Installed.Stale), and the latest release's script, or
 	// Apply, puts the latest back.
 	for r := 2; r <= sqlgen.Latest; r++ {
 		onR := func(t *testing.T) (*fixture, snapshot) {

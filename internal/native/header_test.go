@@ -2,6 +2,7 @@ package native_test
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -48,5 +49,12 @@ func TestHeaderGolden(t *testing.T) {
 				t.Errorf("the header for %s differs from %s: run go test ./internal/native -run TestHeaderGolden -update", c.layout, filepath.Clean(f))
 			}
 		}
+	}
+}
+
+// TestHeaderRefusesTheZeroLayout: the zero Layout renders no header.
+func TestHeaderRefusesTheZeroLayout(t *testing.T) {
+	if h, err := native.Header(snowflake.Layout{}); !errors.Is(err, snowflake.ErrZeroLayout) || h != nil {
+		t.Errorf("Header of the zero Layout = %d bytes, %v; want ErrZeroLayout", len(h), err)
 	}
 }

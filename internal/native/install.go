@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -32,7 +32,7 @@ type sqlData struct {
 	Schema, SchemaLiteral string
 	Name                  string
 	Library               string
-	Function, NextState   string // to_regprocedure arguments, as literals
+	NextState             string // a to_regprocedure argument, as a literal
 	Comment               string
 }
 
@@ -44,7 +44,7 @@ func renderSQL(name string, d sqlData) (string, error) {
 	return b.String(), nil
 }
 
-func newSQLData(schema, name, library string, in install.Installed) sqlData {
+func newSQLData(schema, name, library string, in catalog.Installed) sqlData {
 	l := in.Layout
 	q := pgident.Quote(schema)
 	return sqlData{
@@ -52,7 +52,6 @@ func newSQLData(schema, name, library string, in install.Installed) sqlData {
 		SchemaLiteral: pgident.QuoteLiteral(q),
 		Name:          name,
 		Library:       pgident.QuoteLiteral(library),
-		Function:      pgident.QuoteLiteral(q + "." + name + "()"),
 		NextState:     pgident.QuoteLiteral(q + ".snowflake_next_state()"),
 		Comment: pgident.QuoteLiteral(fmt.Sprintf("A new Snowflake ID for this database's node (see snowflake_node()), made in C by %s (sfgen's native generator, built for layout %s): the state protocol of the SQL generator (sfgen release %d's) on the same state, so that the two can run at once. Unique across sessions, rollbacks, cancels and restarts; never repeats when the clock steps back; borrows the next millisecond rather than waiting. See docs/native.md. %s",
 			library, l.String(), Release, sqlgen.ReleaseMarker(in.Release))),
@@ -168,10 +167,12 @@ func checkSuperuser(ctx context.Context, tx pgx.Tx) error {
 	return nil
 }
 
-func checkInstalled(ctx context.Context, tx pgx.Tx, schema string) (install.Installed, error) {
-	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return tx.QueryRow(ctx, q, args...)
-	}, schema)
+func checkInstalled(ctx context.Context, tx pgx.Tx, schema string) (catalog.Installed, error) {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
+		return catalog.Installed{}, err
+	}
+	in, err := catalog.Inspect(ctx, catalog.PGX(tx), s)
 	if err != nil {
 		return in, fmt.Errorf("native: %w", err)
 	}
@@ -217,18 +218,15 @@ func libraryLayout(ctx context.Context, tx pgx.Tx, d sqlData) (string, error) {
 // is made by when it is the native generator, and "" when it is not (the
 // SQL one, or none).
 func InstalledLibrary(ctx context.Context, conn *pgx.Conn, schema string) (string, error) {
-	if err := pgident.ValidateSchema(schema); err != nil {
-		return "", err
-	}
-	q, err := renderSQL("library", newSQLData(schema, FunctionName, "", install.Installed{}))
+	s, err := catalog.ParseSchema(schema)
 	if err != nil {
 		return "", err
 	}
-	var lib string
-	if err := conn.QueryRow(ctx, q).Scan(&lib); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("native: read %s.snowflake_next_id(): %w", schema, err)
+	in, err := catalog.Inspect(ctx, catalog.PGX(conn), s)
+	if err != nil {
+		return "", fmt.Errorf("native: %w", err)
 	}
-	return lib, nil
+	return in.NativeLibrary, nil
 }
 
 // Uninstall puts the SQL snowflake_next_id() back in schema, when the
@@ -239,12 +237,11 @@ func InstalledLibrary(ctx context.Context, conn *pgx.Conn, schema string) (strin
 // must not be in a transaction: the script is one of its own. Each step
 // is atomic and Uninstall can run again.
 func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
-	if err := pgident.ValidateSchema(schema); err != nil {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
 		return err
 	}
-	in, err := install.InstalledRelease(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return conn.QueryRow(ctx, q, args...)
-	}, schema)
+	in, err := catalog.Inspect(ctx, catalog.PGX(conn), s)
 	if err != nil {
 		return fmt.Errorf("native: %w", err)
 	}
@@ -252,15 +249,7 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
 		return fmt.Errorf("native: %w: schema %s holds no sfgen", ErrNotInstalled, schema)
 	}
 	d := newSQLData(schema, FunctionName, "", in)
-	langQ, err := renderSQL("language", d)
-	if err != nil {
-		return err
-	}
-	var lang string
-	if err := conn.QueryRow(ctx, langQ).Scan(&lang); err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("native: read %s.snowflake_next_id(): %w", schema, err)
-	}
-	if lang == "c" {
+	if in.NativeLibrary != "" {
 		if err := restoreSQL(ctx, conn, schema, in, d); err != nil {
 			return err
 		}
@@ -277,7 +266,7 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
 
 // restoreSQL runs the plain script over schema as the owner of its sfgen
 // objects.
-func restoreSQL(ctx context.Context, conn *pgx.Conn, schema string, in install.Installed, d sqlData) error {
+func restoreSQL(ctx context.Context, conn *pgx.Conn, schema string, in catalog.Installed, d sqlData) error {
 	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: in.Layout, Schema: schema}, in.Release)
 	if err != nil {
 		return fmt.Errorf("native: %w", err)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
@@ -52,7 +52,7 @@ func MigrationUp(o MigrationOptions) (string, error) {
 		return "", err
 	}
 	d := migrationData{
-		sqlData:   newSQLData(o.Schema, FunctionName, o.Library, install.Installed{Release: o.Release, Layout: o.Layout}),
+		sqlData:   newSQLData(o.Schema, FunctionName, o.Library, catalog.Installed{Release: o.Release, Layout: o.Layout}),
 		Layout:    pgident.QuoteLiteral(o.Layout.String()),
 		BuildRoot: pgident.QuoteLiteral(filepath.Dir(filepath.Dir(o.Library))),
 		Optional:  o.Optional,

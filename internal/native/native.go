@@ -89,11 +89,11 @@ type headerData struct {
 	TimestampError                         string // a C string literal, a format with one %lld
 }
 
-// Header renders the C header of l's constants (the zero Layout means
-// snowflake.Twitter, as in sqlgen).
+// Header renders the C header of l's constants. The zero Layout is an
+// error wrapping snowflake.ErrZeroLayout.
 func Header(l snowflake.Layout) ([]byte, error) {
-	if l == (snowflake.Layout{}) {
-		l = snowflake.Twitter
+	if l.IsZero() {
+		return nil, fmt.Errorf("native: header: %w", snowflake.ErrZeroLayout)
 	}
 	sb := l.Bits(snowflake.FieldSequence)
 	// The SQL's range message, with %lld where it shows the value.

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -100,29 +100,30 @@ func (g *GeneratorReport) Broken() []string {
 // snowflake_next_id() (installed by an older sfgen) is skipped, not
 // failed.
 func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
-	rep := &GeneratorReport{Connections: conns}
-	var installed bool
-	if err := pool.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL AND pg_catalog.to_regprocedure($2) IS NOT NULL",
-		schema+".snowflake_next_id()", schema+".snowflake_node()").Scan(&installed); err != nil {
-		return nil, fmt.Errorf("look up snowflake_next_id: %w", err)
-	}
-	if !installed {
-		rep.Skipped = "snowflake_next_id() is not installed (installed by an older sfgen?)"
-		return rep, nil
-	}
-	unset, err := install.NodeUnset(ctx, func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return pool.QueryRow(ctx, q, args...)
-	}, schema)
+	s, err := catalog.ParseSchema(schema)
 	if err != nil {
 		return nil, err
 	}
-	if unset {
+	in, err := catalog.Inspect(ctx, catalog.PGX(pool), s)
+	if err != nil {
+		return nil, err
+	}
+	return checkGenerator(ctx, pool, in, l, conns, perConn, keep)
+}
+
+// checkGenerator is CheckGenerator of the schema in describes.
+func checkGenerator(ctx context.Context, pool *pgxpool.Pool, in catalog.Installed, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
+	rep := &GeneratorReport{Connections: conns}
+	if in.Missing(catalog.FuncNextID, catalog.FuncNode) != nil {
+		rep.Skipped = "snowflake_next_id() is not installed (installed by an older sfgen?)"
+		return rep, nil
+	}
+	if in.Node.State == catalog.NodeUnset {
 		rep.NoNode = "no node is set, so snowflake_next_id() refuses to make IDs"
 		return rep, nil
 	}
-	if err := pool.QueryRow(ctx, "SELECT datacenter_id, machine_id FROM "+schema+".snowflake_node()").Scan(&rep.Datacenter, &rep.Machine); err != nil {
-		return nil, fmt.Errorf("read the node: %w", err)
-	}
+	rep.Datacenter, rep.Machine = in.Node.Datacenter, in.Node.Machine
+	schema := in.Schema.Quoted()
 	state, err := stateReader(ctx, pool, schema)
 	if err != nil {
 		return nil, err

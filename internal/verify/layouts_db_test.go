@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -200,12 +201,12 @@ func TestLayoutsSideBySide(t *testing.T) {
 			if other.l == s.l {
 				continue
 			}
-			err := CheckInstalled(ctx, pool, s.schema, other.l)
+			err := CheckInstalled(ctx, catalog.PGX(pool), s.schema, other.l)
 			if !errors.Is(err, ErrLayoutMismatch) || !strings.Contains(err.Error(), s.l.String()) || !strings.Contains(err.Error(), other.l.String()) {
 				t.Errorf("CheckInstalled(%s, %v) = %v; want ErrLayoutMismatch naming both layouts", s.schema, other.l, err)
 			}
 		}
-		if err := CheckInstalled(ctx, pool, s.schema, s.l); err != nil {
+		if err := CheckInstalled(ctx, catalog.PGX(pool), s.schema, s.l); err != nil {
 			t.Errorf("CheckInstalled(%s, its own layout) = %v", s.schema, err)
 		}
 	}

@@ -7,12 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -27,8 +25,8 @@ var ErrLayoutMismatch = errors.New("installed functions use another layout")
 
 // Options say what Run checks.
 type Options struct {
-	Layout    snowflake.Layout // zero means snowflake.Twitter
-	Schema    string           // "" means public
+	Layout    snowflake.Layout // the layout the schema must hold; zero: whichever it records
+	Schema    string           // "" means public (catalog.ParseSchema)
 	Count     int              // random inputs to check, besides the fixed vectors
 	Seed      uint64           // seeds the inputs; the same seed gives the same inputs
 	BatchSize int              // inputs per statement; 0 means 8192
@@ -109,19 +107,22 @@ func (m Mismatch) String() string {
 // the report.
 func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	o = o.withDefaults()
-	if err := pgident.ValidateSchema(o.Schema); err != nil {
-		return nil, err
-	}
-	if err := CheckInstalled(ctx, pool, o.Schema, o.Layout); err != nil {
-		return nil, err
-	}
-	in, err := install.InstalledRelease(ctx, pgxRow(pool), o.Schema)
+	schema, err := catalog.ParseSchema(o.Schema)
 	if err != nil {
 		return nil, err
 	}
-	release := in.Release
-	c := &checker{o: o, schema: pgident.Quote(o.Schema), prepared: map[*pgconn.PgConn]bool{},
-		rep: &Report{Schema: o.Schema, Layout: o.Layout.String(), Seed: o.Seed, Release: release, LatestRelease: sqlgen.Latest, Stale: in.Stale}}
+	in, err := catalog.Inspect(ctx, catalog.PGX(pool), schema)
+	if err != nil {
+		return nil, err
+	}
+	if o.Layout.IsZero() {
+		o.Layout = in.Layout
+	}
+	if err := checkInstalled(in, o.Layout); err != nil {
+		return nil, err
+	}
+	c := &checker{o: o, schema: schema.Quoted(), prepared: map[*pgconn.PgConn]bool{},
+		rep: &Report{Schema: schema.Name(), Layout: o.Layout.String(), Seed: o.Seed, Release: in.Release, LatestRelease: sqlgen.Latest, Stale: in.Stale}}
 	start := time.Now()
 	if err := c.checkVectors(ctx, pool); err != nil {
 		return nil, err
@@ -134,7 +135,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 		c.rep.PerSecond = float64(c.rep.Checked) / s
 	}
 	if o.GeneratorIDs >= 0 {
-		if c.rep.Generator, err = CheckGenerator(ctx, pool, c.schema, o.Layout, o.GeneratorConnections, o.GeneratorIDs, o.Keep); err != nil {
+		if c.rep.Generator, err = checkGenerator(ctx, pool, in, o.Layout, o.GeneratorConnections, o.GeneratorIDs, o.Keep); err != nil {
 			return nil, err
 		}
 	}
@@ -228,12 +229,6 @@ func (c *checker) checkRandom(ctx context.Context, pool *pgxpool.Pool) error {
 }
 
 func (o Options) withDefaults() Options {
-	if o.Layout == (snowflake.Layout{}) {
-		o.Layout = snowflake.Twitter
-	}
-	if o.Schema == "" {
-		o.Schema = sqlgen.DefaultSchema
-	}
 	if o.BatchSize <= 0 {
 		o.BatchSize = 8192
 	}
@@ -253,55 +248,47 @@ func (o Options) withDefaults() Options {
 }
 
 // requiredFunctions are the functions Run calls, by signature.
-var requiredFunctions = []string{
-	"snowflake_layout()",
-	"snowflake_compose(bigint, integer, integer, integer)",
-	"snowflake_decompose(bigint)",
-	"snowflake_timestamp(bigint)",
-	"snowflake_first_id(timestamptz)",
-	"snowflake_last_id(timestamptz)",
+var requiredFunctions = []string{catalog.FuncLayout, catalog.FuncCompose, catalog.FuncDecompose,
+	catalog.FuncTimestamp, catalog.FuncFirstID, catalog.FuncLastID}
+
+// A LayoutMismatchError is a schema that holds sfgen for another layout
+// than the one asked for. It wraps ErrLayoutMismatch.
+type LayoutMismatchError struct {
+	Schema string
+	Has    snowflake.Layout // the schema's
+	Want   snowflake.Layout // the one asked for
 }
+
+func (e *LayoutMismatchError) Error() string {
+	return fmt.Sprintf("%v: schema %s has %q, this sfgen uses %q", ErrLayoutMismatch, e.Schema, e.Has.String(), e.Want.String())
+}
+
+// Unwrap returns ErrLayoutMismatch.
+func (e *LayoutMismatchError) Unwrap() error { return ErrLayoutMismatch }
 
 // CheckInstalled returns nil when schema holds every function Run calls,
-// generated for layout l; otherwise ErrNotInstalled or ErrLayoutMismatch,
-// wrapped with what is missing or different.
-func CheckInstalled(ctx context.Context, db interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}, schema string, l snowflake.Layout) error {
-	if err := pgident.ValidateSchema(schema); err != nil {
+// generated for layout l; otherwise ErrNotInstalled (wrapped with what is
+// missing) or a *LayoutMismatchError.
+func CheckInstalled(ctx context.Context, q catalog.Querier, schema string, l snowflake.Layout) error {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
 		return err
 	}
-	q := pgident.Quote(schema)
-	var missing []string
-	for _, f := range requiredFunctions {
-		var ok bool
-		if err := db.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", q+"."+f).Scan(&ok); err != nil {
-			return fmt.Errorf("look up %s: %w", f, err)
-		}
-		if !ok {
-			missing = append(missing, f)
-		}
+	in, err := catalog.Inspect(ctx, q, s)
+	if err != nil {
+		return err
 	}
-	if len(missing) > 0 {
-		return fmt.Errorf("%w in schema %s: missing %v; run 'sfgen install' first", ErrNotInstalled, schema, missing)
-	}
-	var got string
-	if err := db.QueryRow(ctx, "SELECT "+q+".snowflake_layout()").Scan(&got); err != nil {
-		return fmt.Errorf("read layout: %w", err)
-	}
-	if got != l.String() {
-		return fmt.Errorf("%w: schema %s has %q, this sfgen uses %q", ErrLayoutMismatch, schema, got, l.String())
-	}
-	return nil
+	return checkInstalled(in, l)
 }
 
-// pgxRow adapts a pool to install.RowQuery.
-func pgxRow(db interface {
-	QueryRow(context.Context, string, ...any) pgx.Row
-}) install.RowQuery {
-	return func(ctx context.Context, q string, args ...any) interface{ Scan(...any) error } {
-		return db.QueryRow(ctx, q, args...)
+func checkInstalled(in catalog.Installed, l snowflake.Layout) error {
+	if missing := in.Missing(requiredFunctions...); len(missing) > 0 {
+		return fmt.Errorf("%w in schema %s: missing %v; run 'sfgen install' first", ErrNotInstalled, in.Schema, missing)
 	}
+	if in.Layout != l {
+		return &LayoutMismatchError{Schema: in.Schema.Name(), Has: in.Layout, Want: l}
+	}
+	return nil
 }
 
 // checker runs the batches of one Run.
