@@ -7,7 +7,6 @@ import (
 	"io"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/idjson"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -53,16 +52,16 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // idJSON is the JSON form of one ID, shared by compose, decompose, next
-// and serve's API (internal/idjson).
-type idJSON idjson.ID
+// and serve's API (snowflake.Breakdown).
+type idJSON snowflake.Breakdown
 
 // newIDJSON returns the JSON form of id, whose parts in layout l are p.
 func newIDJSON(l snowflake.Layout, id snowflake.ID, p snowflake.Parts) idJSON {
-	return idJSON(idjson.New(l, id, p))
+	return idJSON(snowflake.NewBreakdown(l, id, p))
 }
 
 // timeFormat is RFC 3339 in UTC with exactly three fractional digits.
-const timeFormat = idjson.TimeFormat
+const timeFormat = snowflake.TimeFormat
 
 func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 	p, err := l.Decompose(id)

@@ -170,7 +170,7 @@ func comparePage(t *testing.T, h http.Handler, code int, out, errOut, cmd, targe
 // TestServeAPINowMatchesCLI compares a composition without a timestamp:
 // both read the clock, so the API's timestamp lies between two CLI runs'.
 func TestServeAPINowMatchesCLI(t *testing.T) {
-	h := serve.Handler(serve.Options{})
+	h := serve.Handler(serve.Options{Layout: snowflake.Twitter})
 	type idJSONFields struct {
 		ID          string `json:"id"`
 		TimestampMS int64  `json:"timestamp_ms"`

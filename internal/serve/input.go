@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/idjson"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -80,7 +79,7 @@ func syntaxMessage(l snowflake.Layout, f snowflake.Field, s string, times bool) 
 	lo, hi := l.Min(f), l.Max(f)
 	if times {
 		return fmt.Sprintf("%s %q is not a whole number or an RFC 3339 time; want an integer in [%d, %d] or a time from %s to %s",
-			f, s, lo, hi, l.MinTime().Format(idjson.TimeFormat), l.MaxTime().Format(idjson.TimeFormat))
+			f, s, lo, hi, l.MinTime().Format(snowflake.TimeFormat), l.MaxTime().Format(snowflake.TimeFormat))
 	}
 	return fmt.Sprintf("%s %q is not a whole number; want an integer in [%d, %d]", f, s, lo, hi)
 }

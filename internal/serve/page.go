@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sfgen/sfgen/internal/idjson"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -103,7 +102,7 @@ func (s *server) view(q url.Values) (pageView, int) {
 		case snowflake.FieldTimestamp:
 			fv.Label, fv.InputMode = "timestamp (Unix ms)", "text"
 			fv.Hint = fmt.Sprintf("%d to %d, or an RFC 3339 time from %s to %s; blank means now",
-				l.Min(f), l.Max(f), l.MinTime().Format(idjson.TimeFormat), l.MaxTime().Format(idjson.TimeFormat))
+				l.Min(f), l.Max(f), l.MinTime().Format(snowflake.TimeFormat), l.MaxTime().Format(snowflake.TimeFormat))
 		case snowflake.FieldMachine:
 			fv.Label = "machine (worker)"
 			fv.Hint += "; blank means 0"
@@ -164,7 +163,7 @@ func (s *server) view(q url.Values) (pageView, int) {
 
 // result describes id, whose parts in layout l are p.
 func result(l snowflake.Layout, id snowflake.ID, p snowflake.Parts, mode string) *resultView {
-	rv := &resultView{ID: id.String(), Time: p.Time().Format(idjson.TimeFormat)}
+	rv := &resultView{ID: id.String(), Time: p.Time().Format(snowflake.TimeFormat)}
 	bit := 63
 	var labels []string
 	for _, seg := range l.Segments(id) {
@@ -175,7 +174,7 @@ func result(l snowflake.Layout, id snowflake.ID, p snowflake.Parts, mode string)
 			sv.Meaning = "always 0, so the ID is a positive bigint"
 		case "timestamp":
 			sv.Meaning = fmt.Sprintf("Unix milliseconds: %s UTC, %d ms after the epoch %s",
-				rv.Time, seg.Value-l.Epoch(), l.MinTime().Format(idjson.TimeFormat))
+				rv.Time, seg.Value-l.Epoch(), l.MinTime().Format(snowflake.TimeFormat))
 		case "datacenter":
 			sv.Meaning = fmt.Sprintf("the datacenter, 0 to %d", l.Max(snowflake.FieldDatacenter))
 		case "machine":

@@ -20,14 +20,14 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/idjson"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // Options are a Handler's settings.
 type Options struct {
-	// Layout is the layout of the IDs; the zero Layout means
-	// snowflake.Twitter.
+	// Layout is the layout of the IDs. It must not be the zero Layout,
+	// which describes none: Handler panics on it, as on any other
+	// programming error.
 	Layout snowflake.Layout
 	// Now is the clock a composition without a timestamp reads;
 	// nil means time.Now.
@@ -45,8 +45,8 @@ const maxBody = 1 << 10
 
 // Handler returns the handler of the page, the API and the assets.
 func Handler(o Options) http.Handler {
-	if o.Layout == (snowflake.Layout{}) {
-		o.Layout = snowflake.Twitter
+	if o.Layout.IsZero() {
+		panic("serve: " + snowflake.ErrZeroLayout.Error())
 	}
 	if o.Now == nil {
 		o.Now = time.Now
@@ -148,7 +148,7 @@ func (s *server) writeID(w http.ResponseWriter, id snowflake.ID) {
 		writeInputError(w, &InputError{"id", id.String(), err.Error(), err})
 		return
 	}
-	writeJSON(w, http.StatusOK, idjson.New(s.layout, id, p))
+	writeJSON(w, http.StatusOK, snowflake.NewBreakdown(s.layout, id, p))
 }
 
 func writeInputError(w http.ResponseWriter, err error) {

@@ -468,3 +468,14 @@ func TestInputError(t *testing.T) {
 		}
 	}
 }
+
+// TestHandlerRefusesTheZeroLayout: the zero Layout describes no layout;
+// Handler never serves it as Twitter's.
+func TestHandlerRefusesTheZeroLayout(t *testing.T) {
+	defer func() {
+		if r := recover(); r == nil || !strings.Contains(fmt.Sprint(r), snowflake.ErrZeroLayout.Error()) {
+			t.Errorf("Handler of the zero Layout: recovered %v; want a panic naming %v", r, snowflake.ErrZeroLayout)
+		}
+	}()
+	Handler(Options{})
+}
