@@ -5,6 +5,9 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"io/fs"
+	"maps"
+	"path"
 	"slices"
 	"strings"
 	"text/template"
@@ -67,11 +70,43 @@ var funcs = template.FuncMap{
 type outOfRange struct{ Message, Arg string }
 
 // releaseTemplates holds each release's templates, parsed apart: they
-// define the same names. Release 1's are frozen as they were released.
-var releaseTemplates = [Latest + 1]*template.Template{
-	1: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release1/*.sql.tmpl")),
-	2: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release2/*.sql.tmpl")),
-	3: template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/shared/*.sql.tmpl", "templates/release3/*.sql.tmpl")),
+// define the same names. See releaseFiles for which files each has.
+var releaseTemplates = func() (sets [Latest + 1]*template.Template) {
+	for r := 1; r <= Latest; r++ {
+		sets[r] = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, releaseFiles(r)...))
+	}
+	return sets
+}()
+
+// releaseFiles are the template files release r is rendered from: shared's,
+// then, for each file name, the newest copy in templates/release2 to
+// templates/release<r>. So a release's folder holds only the files whose
+// rendered output it changes, whole, and inherits the others from the
+// release before (doc.go has the rule). Release 1 stands alone: release 2
+// rewrote all of its files.
+func releaseFiles(r int) []string {
+	first := 2
+	if r == 1 {
+		first = 1
+	}
+	newest := map[string]string{} // file name -> its path in the newest folder that has it
+	for from := first; from <= r; from++ {
+		paths, err := fs.Glob(templateFS, fmt.Sprintf("templates/release%d/*.sql.tmpl", from))
+		if err == nil && len(paths) == 0 {
+			err = errors.New("no templates: every release changes something (is its folder in the go:embed line?)")
+		}
+		if err != nil {
+			panic(fmt.Sprintf("sqlgen: release %d: %v", from, err))
+		}
+		for _, p := range paths {
+			newest[path.Base(p)] = p
+		}
+	}
+	files := []string{"templates/shared/*.sql.tmpl"}
+	for _, name := range slices.Sorted(maps.Keys(newest)) {
+		files = append(files, newest[name])
+	}
+	return files
 }
 
 // Script renders the plain install script of the latest release. It runs
