@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"testing"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/generatortest"
 )
 
 // buildRoot holds the libraries the tests build, one directory a layout,
@@ -109,48 +109,15 @@ func isFile(p string) bool {
 	return err == nil && st.Mode().IsRegular()
 }
 
-func connect(t testing.TB, dsn string) *pgx.Conn {
-	t.Helper()
-	conn, err := pgx.Connect(context.Background(), dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close(context.Background()) })
-	return conn
-}
-
-func mustExec(t testing.TB, conn *pgx.Conn, q string, args ...any) {
-	t.Helper()
-	if _, err := conn.Exec(context.Background(), q, args...); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-}
-
-func queryInt(t testing.TB, conn *pgx.Conn, q string, args ...any) int64 {
-	t.Helper()
-	var n int64
-	if err := conn.QueryRow(context.Background(), q, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", q, err)
-	}
-	return n
-}
-
-// nowMs is the server's clock_timestamp() in Unix milliseconds, floored.
-func nowMs(t testing.TB, conn *pgx.Conn) int64 {
-	return queryInt(t, conn, "SELECT trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint")
-}
-
-// installScript runs sfgen's plain script for o on conn.
-func installScript(t testing.TB, conn *pgx.Conn, o sqlgen.Options) {
-	t.Helper()
-	script, err := sqlgen.Script(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
-		t.Fatalf("install: %v", err)
-	}
-}
+// The database helpers of every generator's tests, written once in
+// generatortest.
+var (
+	connect       = generatortest.Connect
+	installScript = generatortest.InstallScript
+	mustExec      = generatortest.MustExec
+	queryInt      = generatortest.QueryInt
+	nowMs         = generatortest.NowMs
+)
 
 // setup installs sfgen for o in a new database and the native generator
 // over its snowflake_next_id() (or beside it, as
@@ -196,25 +163,6 @@ func layoutOf(o sqlgen.Options) snowflake.Layout {
 		return snowflake.Twitter
 	}
 	return o.Layout
-}
-
-// checkUnique fails t when ids has a repeat.
-func checkUnique(t testing.TB, ids []int64) {
-	t.Helper()
-	s := append([]int64(nil), ids...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	dups := 0
-	for i := 1; i < len(s); i++ {
-		if s[i] == s[i-1] {
-			if dups < 5 {
-				t.Errorf("ID %d handed out twice", s[i])
-			}
-			dups++
-		}
-	}
-	if dups > 0 {
-		t.Errorf("%d repeated IDs among %d", dups, len(ids))
-	}
 }
 
 var tw = snowflake.Twitter

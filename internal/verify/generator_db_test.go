@@ -24,7 +24,7 @@ func mustExecPool(t *testing.T, pool *pgxpool.Pool, stmts ...string) {
 
 // seedStateAhead moves schema's snowflake_state a minute ahead of the
 // database's clock, as a clock stepped back a minute leaves it (the way
-// sqlgen's TestNextIDClockStepsBack does), and returns that millisecond.
+// the generator contract's ClockStepsBack does), and returns that millisecond.
 func seedStateAhead(t *testing.T, pool *pgxpool.Pool, schema string) int64 {
 	t.Helper()
 	var ahead int64
