@@ -12,7 +12,6 @@ import (
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -174,7 +173,11 @@ func createWalinspect(ctx context.Context, dsn, schema string) error {
 		return err
 	}
 	defer conn.Close(context.Background())
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+pgident.Quote(schema)); err != nil {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "CREATE EXTENSION IF NOT EXISTS pg_walinspect SCHEMA "+s.Quoted()); err != nil {
 		return fmt.Errorf("create pg_walinspect: %s", redactErr(err, dsn))
 	}
 	return nil

@@ -10,9 +10,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
-	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // A cli holds what one subcommand needs: its name, flag set and streams.
@@ -241,11 +240,15 @@ func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def strin
 	return f
 }
 
-// schemaVar defines --schema, the name of a schema, sqlgen.DefaultSchema
-// when not given, checked by sqlgen.ValidateSchema.
+// schemaVar defines --schema, the name of a schema, public when not given,
+// checked (and "" read as public) by catalog.ParseSchema.
 func (c *cli) schemaVar(usage string) *string {
-	s := c.fs.String("schema", sqlgen.DefaultSchema, usage)
-	c.checks = append(c.checks, func() error { return pgident.ValidateSchema(*s) })
+	s := c.fs.String("schema", catalog.Public.Name(), usage)
+	c.checks = append(c.checks, func() error {
+		parsed, err := catalog.ParseSchema(*s)
+		*s = parsed.Name()
+		return err
+	})
 	return s
 }
 

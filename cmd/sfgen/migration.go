@@ -8,9 +8,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/migrationdir"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -185,7 +185,7 @@ func (c *cli) writeUpgrades(w *migrationWriter, found []migrationdir.Found, sf s
 	if c.flagSet("schema") && *sf.schema != last.Schema {
 		return dirState{}, c.usageError("--schema %s conflicts with %s's sfgen migrations, which install into schema %s", *sf.schema, dir, last.Schema)
 	}
-	if err := pgident.ValidateSchema(last.Schema); err != nil {
+	if _, err := catalog.ParseSchema(last.Schema); err != nil {
 		return dirState{}, c.usageError("%s: %v", last.Name, err)
 	}
 	l, err := snowflake.ParseLayout(last.Layout)

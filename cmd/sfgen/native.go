@@ -12,7 +12,6 @@ import (
 
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -101,14 +100,12 @@ func (c *cli) prepareGenerator(ctx context.Context, dsn string, o sqlgen.Options
 	if want != generatorNative {
 		return p, exitOK, true
 	}
-	var super bool
-	if err := conn.QueryRow(ctx, "SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER").Scan(&super); err != nil {
-		p.close()
-		return nil, c.fail("%s", redactErr(err, dsn)), false
-	}
-	if !super {
+	if err := native.CheckSuperuser(ctx, conn); errors.Is(err, native.ErrNotSuperuser) {
 		p.close()
 		return nil, c.fail("the native generator is not available to this role: creating a C function takes a superuser; nothing was changed (without --native, install keeps the SQL generator)"), false
+	} else if err != nil {
+		p.close()
+		return nil, c.fail("%s", redactErr(err, dsn)), false
 	}
 	p.buildDir = nativeDir(dir, o.Layout.String())
 	if p.library, err = native.Build(ctx, p.buildDir, o.Layout); err != nil {
@@ -116,7 +113,7 @@ func (c *cli) prepareGenerator(ctx context.Context, dsn string, o sqlgen.Options
 		return nil, c.fail("the native generator is not available: %s: %v; nothing was changed (without --native, install keeps the SQL generator)", buildFailure(err), err), false
 	}
 	// The server must load it from there: try, before anything changes.
-	if _, err := conn.Exec(ctx, "LOAD "+pgident.QuoteLiteral(p.library)); err != nil {
+	if err := native.Load(ctx, conn, p.library); err != nil {
 		p.close()
 		return nil, c.fail("the native generator is not available: the database server cannot load %s: %s (is --native-dir on the server's machine, readable by its OS user?); nothing was changed",
 			p.library, redactErr(err, dsn)), false

@@ -13,7 +13,6 @@ import (
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
-	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -67,12 +66,14 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("node", nodeHelp, stdout, stderr)
 	var dsns, schemas stringsFlag
 	c.fs.Var(&dsns, "dsn", dsnHelp+"; give it again for each database of a fleet check")
-	c.fs.Var(&schemas, "schema", "schema `NAME` that holds sfgen's functions (default "+sqlgen.DefaultSchema+"); give it again for each schema of a fleet check")
+	c.fs.Var(&schemas, "schema", "schema `NAME` that holds sfgen's functions (default "+catalog.Public.Name()+"); give it again for each schema of a fleet check")
 	c.checks = append(c.checks, func() error {
-		for _, s := range schemas {
-			if err := pgident.ValidateSchema(s); err != nil {
+		for i, s := range schemas {
+			parsed, err := catalog.ParseSchema(s)
+			if err != nil {
 				return err
 			}
+			schemas[i] = parsed.Name()
 		}
 		return nil
 	})
@@ -90,7 +91,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if len(schemas) == 0 {
-		schemas = stringsFlag{sqlgen.DefaultSchema}
+		schemas = stringsFlag{catalog.Public.Name()}
 	}
 	if node.given() {
 		switch {

@@ -123,7 +123,7 @@ func nodeOf(t *testing.T, dsn, schema string, args ...string) (code int, stdout,
 // one flag alone, and sets both, after which IDs carry that node.
 func TestInstallWithoutNode(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	const schema = sqlgen.DefaultSchema
+	const schema = "public"
 	code, out, errOut := sfgen(t, "install", "--dsn", dsn) // no flags at all
 	var want strings.Builder
 	for _, f := range mustMigrations(t) {

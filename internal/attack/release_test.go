@@ -9,6 +9,7 @@ import (
 
 	"github.com/pressly/goose/v3"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -89,7 +90,7 @@ func installGoose(ctx context.Context, db *sql.DB, release int, o sqlgen.Options
 	}
 	schema := o.Schema
 	if schema == "" {
-		schema = sqlgen.DefaultSchema
+		schema = catalog.Public.Name()
 	}
 	// As install.Apply: create the schema only if it is missing (CREATE
 	// SCHEMA IF NOT EXISTS needs CREATE on the database even then).

@@ -43,9 +43,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // ErrCompareUnusable is wrapped, with PostgreSQL's error, by the
@@ -326,12 +326,11 @@ func permutations(n int) [][]int {
 // result, with the error that Run would return. A command line calls it to
 // tell bad flags from a failed run.
 func (c *Config) Normalize() error {
-	if c.Schema == "" {
-		c.Schema = sqlgen.DefaultSchema
-	}
-	if err := pgident.ValidateSchema(c.Schema); err != nil {
+	schema, err := catalog.ParseSchema(c.Schema)
+	if err != nil {
 		return err
 	}
+	c.Schema = schema.Name()
 	if c.Clients == 0 {
 		c.Clients = DefaultClients
 	}

@@ -96,7 +96,7 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 	if _, err := tx.Exec(ctx, "SET LOCAL search_path = pg_catalog, pg_temp"); err != nil {
 		return fmt.Errorf("native: install into schema %s: %w", schema, err)
 	}
-	if err := checkSuperuser(ctx, tx); err != nil {
+	if err := CheckSuperuser(ctx, tx); err != nil {
 		return err
 	}
 	in, err := checkInstalled(ctx, tx, schema)
@@ -151,14 +151,19 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 	return nil
 }
 
-func checkSuperuser(ctx context.Context, tx pgx.Tx) error {
-	q, err := renderSQL("superuser", sqlData{})
+// CheckSuperuser returns nil when the role of q (a *pgx.Conn or pgx.Tx)
+// is a superuser, who alone can create a C function, and otherwise an
+// error wrapping ErrNotSuperuser.
+func CheckSuperuser(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}) error {
+	query, err := renderSQL("superuser", sqlData{})
 	if err != nil {
 		return err
 	}
 	var super bool
 	var role string
-	if err := tx.QueryRow(ctx, q).Scan(&super, &role); err != nil {
+	if err := q.QueryRow(ctx, query).Scan(&super, &role); err != nil {
 		return fmt.Errorf("native: read the current role: %w", err)
 	}
 	if !super {
@@ -187,6 +192,19 @@ func checkInstalled(ctx context.Context, tx pgx.Tx, schema string) (catalog.Inst
 		return in, fmt.Errorf("native: %w: schema %s holds %s; the native generator follows the state protocol of releases %v (run sfgen install first)", ErrNotInstalled, schema, what, Releases)
 	}
 	return in, nil
+}
+
+// Load asks the server behind conn to load the library at path, as
+// Install will: it fails, with the server's error, where the server cannot
+// (the file is not on its machine, not readable by its OS user, or built
+// for another major version).
+func Load(ctx context.Context, conn *pgx.Conn, path string) error {
+	q, err := renderSQL("load_library", sqlData{Library: pgident.QuoteLiteral(path)})
+	if err != nil {
+		return err
+	}
+	_, err = conn.Exec(ctx, q)
+	return err
 }
 
 // libraryLayout loads the library into the server and returns the layout

@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
@@ -137,7 +138,7 @@ func installNative(t *testing.T, conn *pgx.Conn, o sqlgen.Options, so string, si
 	installScript(t, conn, o)
 	schema := o.Schema
 	if schema == "" {
-		schema = sqlgen.DefaultSchema
+		schema = catalog.Public.Name()
 	}
 	install := native.Install
 	if side {

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -25,7 +26,7 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 	} {
 		schema := tc.opts.Schema
 		if schema == "" {
-			schema = sqlgen.DefaultSchema
+			schema = catalog.Public.Name()
 		}
 		renders := []struct {
 			kind   string

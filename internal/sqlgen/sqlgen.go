@@ -23,7 +23,7 @@ type Options struct {
 	// Layout is the ID layout; the zero value means snowflake.Twitter.
 	Layout snowflake.Layout
 	// Schema is the schema the objects are created in; "" means
-	// DefaultSchema. It must pass pgident.ValidateSchema.
+	// catalog.Public (catalog.ParseSchema, which checks it).
 	Schema string
 	// Datacenter and Machine are the node that snowflake_next_id() uses
 	// until `sfgen node` changes it; each from 0 to the layout's maximum.
@@ -349,13 +349,11 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	if l == (snowflake.Layout{}) {
 		l = snowflake.Twitter
 	}
-	schema := o.Schema
-	if schema == "" {
-		schema = DefaultSchema
-	}
-	if err := pgident.ValidateSchema(schema); err != nil {
+	parsed, err := catalog.ParseSchema(o.Schema)
+	if err != nil {
 		return nil, err
 	}
+	schema := parsed.Name()
 	if o.UnsetNode && (o.Datacenter != 0 || o.Machine != 0) {
 		return nil, fmt.Errorf("render sql: a node (%d/%d) and UnsetNode: %w", o.Datacenter, o.Machine, ErrNodeAndUnset)
 	}

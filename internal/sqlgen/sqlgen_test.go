@@ -191,7 +191,7 @@ func FuzzScriptSchema(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		if pgident.ValidateSchema(name) != nil {
-			// "" is refused as a name but means DefaultSchema in Options.
+			// "" is refused as a name but means public in Options.
 			if _, err := Script(Options{Schema: name}); err == nil && name != "" {
 				t.Fatalf("Script accepted schema %q that ValidateSchema refuses", name)
 			}

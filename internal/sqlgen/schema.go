@@ -1,4 +1,0 @@
-package sqlgen
-
-// DefaultSchema is the schema sfgen installs into when none is given.
-const DefaultSchema = "public"
