@@ -12,10 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/migrations"
 )
 
 func TestMain(m *testing.M) {
@@ -276,5 +279,42 @@ func TestREADMELease(t *testing.T) {
 	var live int
 	if err := db.QueryRow(`SELECT count(*) FROM public.snowflake_lease WHERE holder = 'orders-api' AND expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
 		t.Errorf("%d live leases of orders-api after the example (%v); want 0", live, err)
+	}
+}
+
+// docsGoose is the README's goose example, verbatim: it applies the
+// release line in migrations.FS to db with an application's own goose
+// provider.
+func docsGoose(ctx context.Context, db *sql.DB) error {
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
+		goose.WithTableName("sfgen_db_version"))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx) // release 1, then each upgrade, each in its own transaction
+	return err
+}
+
+// TestDocsGoose runs docsGoose on a fresh database and checks what the
+// README says of it: the schema ends at the latest release, with node 0/0,
+// which release 1's file sets (a known defect, to be fixed in a later
+// release; until then the README warns of it).
+func TestDocsGoose(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := docsGoose(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var release, datacenter, machine int
+	if err := db.QueryRowContext(ctx, `SELECT public.snowflake_release(), n.datacenter_id, n.machine_id FROM public.snowflake_node() n`).Scan(&release, &datacenter, &machine); err != nil {
+		t.Fatal(err)
+	}
+	if release != sqlgen.Latest || datacenter != 0 || machine != 0 {
+		t.Errorf("goose with migrations.FS on a fresh database: release %d, node %d/%d; the README says release %d, node 0/0", release, datacenter, machine, sqlgen.Latest)
 	}
 }
