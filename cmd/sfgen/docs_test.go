@@ -58,13 +58,15 @@ func markdownFiles(t *testing.T, root string) []string {
 //
 //	[NAME=value ...] sfgen ARGS [> FILE]
 //	[NAME=value ...] psql ARGS
+//	mkdir ARGS, ls ARGS or head ARGS
 //
 // with the quoting of a POSIX shell (single and double quotes; a word
 // starting with # starts a comment). sfgen runs in-process; psql is the
-// one beside the PostgreSQL server binaries. $DATABASE_URL and any
-// $NAME_URL stand for a database of that file's own, empty when first
-// named (from internal/pgcluster/pgtest, dropped at the end), the same
-// database every time the file names it again. Where there are no server
+// one beside the PostgreSQL server binaries; mkdir, ls and head are the
+// system's. $DATABASE_URL and any $NAME_URL stand for a database of that
+// file's own, empty when first named (from internal/pgcluster/pgtest,
+// dropped at the end), the same database every time the file names it
+// again. Where there are no server
 // binaries and the tests run on $DATABASE_URL's server, a file's commands
 // from its first psql on are skipped, saying so.
 func TestDocsConsole(t *testing.T) {
@@ -130,9 +132,6 @@ func runConsole(t *testing.T, examples []example) {
 			case "sfgen":
 				code, out, errOut = sfgenWithEnv(t, env, words[1:])
 			case "psql":
-				if redirect != "" {
-					t.Fatalf("%q: only sfgen's output can be redirected", ex.command)
-				}
 				psql, err := psqlPath()
 				if err != nil && pgtest.External() {
 					skip = fmt.Sprintf("no psql beside server binaries here (%v), and the tests run on $%s's server", err, pgtest.EnvVar)
@@ -142,8 +141,17 @@ func runConsole(t *testing.T, examples []example) {
 					t.Fatal(err)
 				}
 				code, out, errOut = runProgram(t, psql, env, words[1:])
+			case "mkdir", "ls", "head":
+				path, err := exec.LookPath(words[0])
+				if err != nil {
+					t.Fatal(err)
+				}
+				code, out, errOut = runProgram(t, path, env, words[1:])
 			default:
-				t.Fatalf("%q: the docs' console blocks run sfgen and psql only", ex.command)
+				t.Fatalf("%q: the docs' console blocks run sfgen, psql, mkdir, ls and head only", ex.command)
+			}
+			if redirect != "" && words[0] != "sfgen" {
+				t.Fatalf("%q: only sfgen's output can be redirected", ex.command)
 			}
 			if redirect != "" {
 				if err := os.WriteFile(redirect, []byte(out), 0o644); err != nil {
