@@ -165,10 +165,10 @@ func TestIDInDatabase(t *testing.T) {
 	}
 }
 
-// readmeDatabase runs the README's database example, verbatim, on conn
+// readmeDatabase runs docs/go.md's database example, verbatim, on conn
 // and db (a table post (id bigint, parent bigint) there), printing to w:
 // the fmt below is the printer, so that TestREADMEDatabase can compare
-// what the example prints with what the README says it prints.
+// what the example prints with what docs/go.md says it prints.
 func readmeDatabase(ctx context.Context, conn *pgx.Conn, db *sql.DB, w *strings.Builder) {
 	fmt := printer{w}
 	id, err := sfgen.Compose(1700000000000, 3, 7, 42)
@@ -199,7 +199,7 @@ type printer struct{ w *strings.Builder }
 func (p printer) Println(a ...any) { p.w.WriteString(fmt.Sprintln(a...)) }
 
 // TestREADMEDatabase runs readmeDatabase against PostgreSQL and checks
-// that it prints what its "// Prints:" comment, which the README shows,
+// that it prints what its "// Prints:" comment, which docs/go.md shows,
 // says.
 func TestREADMEDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -224,7 +224,7 @@ func TestREADMEDatabase(t *testing.T) {
 }
 
 // checkPrints checks that fn, a function of db_test.go, printed got:
-// what its "// Prints:" comment, which the README shows, says.
+// what its "// Prints:" comment, which the docs show, says.
 func checkPrints(t *testing.T, fn, got string) {
 	t.Helper()
 	src, err := os.ReadFile("db_test.go")
@@ -242,7 +242,7 @@ func checkPrints(t *testing.T, fn, got string) {
 		want.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "\t//"), " ") + "\n")
 	}
 	if got != want.String() {
-		t.Errorf("%s printed\n%s\nits comment (and the README) says\n%s", fn, got, want.String())
+		t.Errorf("%s printed\n%s\nits comment (and the docs) say\n%s", fn, got, want.String())
 	}
 }
 

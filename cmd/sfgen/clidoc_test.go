@@ -20,8 +20,10 @@ func cliDoc(t *testing.T) []byte {
 	b.WriteString("<!-- Generated from the commands' --help by TestCLIDoc in cmd/sfgen; do not edit.\n")
 	b.WriteString("     After changing a help text: go test ./cmd/sfgen -run TestCLIDoc -update -->\n\n")
 	b.WriteString("Every command's `--help`, as this version of sfgen prints it. Data goes to\n")
-	b.WriteString("stdout, diagnostics to stderr; exit status 0 is success, 1 a failed check\n")
-	b.WriteString("(or a database that cannot be reached), 2 bad usage.\n\n")
+	b.WriteString("stdout, diagnostics to stderr. Exit status: 0 success, 1 a failed check\n")
+	b.WriteString("(or a database that cannot be reached), 2 bad usage (a connection string\n")
+	b.WriteString("that cannot be parsed included). Colour only on a terminal, never with\n")
+	b.WriteString("`NO_COLOR` set.\n\n")
 	b.WriteString("Commands:")
 	for i, c := range commands {
 		if i > 0 {
