@@ -12,10 +12,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/migrations"
 )
 
 func TestMain(m *testing.M) {
@@ -162,10 +165,10 @@ func TestIDInDatabase(t *testing.T) {
 	}
 }
 
-// readmeDatabase runs the README's database example, verbatim, on conn
+// readmeDatabase runs docs/go.md's database example, verbatim, on conn
 // and db (a table post (id bigint, parent bigint) there), printing to w:
 // the fmt below is the printer, so that TestREADMEDatabase can compare
-// what the example prints with what the README says it prints.
+// what the example prints with what docs/go.md says it prints.
 func readmeDatabase(ctx context.Context, conn *pgx.Conn, db *sql.DB, w *strings.Builder) {
 	fmt := printer{w}
 	id, err := sfgen.Compose(1700000000000, 3, 7, 42)
@@ -196,7 +199,7 @@ type printer struct{ w *strings.Builder }
 func (p printer) Println(a ...any) { p.w.WriteString(fmt.Sprintln(a...)) }
 
 // TestREADMEDatabase runs readmeDatabase against PostgreSQL and checks
-// that it prints what its "// Prints:" comment, which the README shows,
+// that it prints what its "// Prints:" comment, which docs/go.md shows,
 // says.
 func TestREADMEDatabase(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -221,7 +224,7 @@ func TestREADMEDatabase(t *testing.T) {
 }
 
 // checkPrints checks that fn, a function of db_test.go, printed got:
-// what its "// Prints:" comment, which the README shows, says.
+// what its "// Prints:" comment, which the docs show, says.
 func checkPrints(t *testing.T, fn, got string) {
 	t.Helper()
 	src, err := os.ReadFile("db_test.go")
@@ -239,7 +242,7 @@ func checkPrints(t *testing.T, fn, got string) {
 		want.WriteString(strings.TrimPrefix(strings.TrimPrefix(l, "\t//"), " ") + "\n")
 	}
 	if got != want.String() {
-		t.Errorf("%s printed\n%s\nits comment (and the README) says\n%s", fn, got, want.String())
+		t.Errorf("%s printed\n%s\nits comment (and the docs) say\n%s", fn, got, want.String())
 	}
 }
 
@@ -276,5 +279,42 @@ func TestREADMELease(t *testing.T) {
 	var live int
 	if err := db.QueryRow(`SELECT count(*) FROM public.snowflake_lease WHERE holder = 'orders-api' AND expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
 		t.Errorf("%d live leases of orders-api after the example (%v); want 0", live, err)
+	}
+}
+
+// docsGoose is the README's goose example, verbatim: it applies the
+// release line in migrations.FS to db with an application's own goose
+// provider.
+func docsGoose(ctx context.Context, db *sql.DB) error {
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
+		goose.WithTableName("sfgen_db_version"))
+	if err != nil {
+		return err
+	}
+	_, err = p.Up(ctx) // release 1, then each upgrade, each in its own transaction
+	return err
+}
+
+// TestDocsGoose runs docsGoose on a fresh database and checks what the
+// README says of it: the schema ends at the latest release, with node 0/0,
+// which release 1's file sets (a known defect, to be fixed in a later
+// release; until then the README warns of it).
+func TestDocsGoose(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := docsGoose(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	var release, datacenter, machine int
+	if err := db.QueryRowContext(ctx, `SELECT public.snowflake_release(), n.datacenter_id, n.machine_id FROM public.snowflake_node() n`).Scan(&release, &datacenter, &machine); err != nil {
+		t.Fatal(err)
+	}
+	if release != sqlgen.Latest || datacenter != 0 || machine != 0 {
+		t.Errorf("goose with migrations.FS on a fresh database: release %d, node %d/%d; the README says release %d, node 0/0", release, datacenter, machine, sqlgen.Latest)
 	}
 }

@@ -22,7 +22,7 @@ Checks the Snowflake IDs already stored in a table. SQL reads the table
 once and aggregates it in PostgreSQL by hash (one row per node comes back,
 never one per ID): one sequential scan, which for a plain table of 8 MB or
 more --workers connections (2 unless told) share, each a range of its
-pages, all in one snapshot (the README gives the cost against a SELECT
+pages, all in one snapshot (docs/verify.md gives the cost against a SELECT
 count(*)).
 
 It reports the rows; each node found (datacenter_id, machine_id, rows,

@@ -23,8 +23,8 @@ Run it on every database server a native migration is applied on, as a
 user who can write DIR, with DIR readable by the server's OS user; and
 again after a major-version upgrade of the server (pg_upgrade), before
 anything inserts: a library is built for one major version. It needs that
-version's pg_config (--pg-config, else pg_config on PATH, else Debian's
-newest under /usr/lib/postgresql), its server headers (Debian:
+version's pg_config (--pg-config, else $PG_CONFIG, else pg_config on
+PATH, else Debian's newest under /usr/lib/postgresql), its server headers (Debian:
 postgresql-server-dev-15), make and the C compiler pg_config names.
 Running it again rebuilds the library there (for the pg_config it finds).
 
@@ -41,7 +41,7 @@ func runBuildNative(ctx context.Context, args []string, stdout, stderr io.Writer
 		return code
 	}
 	dir := c.fs.String("native-dir", "", "absolute `DIR` to build the library under (required)")
-	pgConfig := c.fs.String("pg-config", "", "the server's pg_config `PATH` (default: pg_config on PATH, else Debian's newest)")
+	pgConfig := c.fs.String("pg-config", "", "the server's pg_config `PATH` (default: $PG_CONFIG, else pg_config on PATH, else Debian's newest)")
 	asJSON := c.fs.Bool("json", false, "print the library's path and layout as JSON")
 	if code, done := c.parseFlags(args); done {
 		return code

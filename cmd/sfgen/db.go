@@ -118,7 +118,7 @@ func (f *sqlFlags) register(c *cli, args []string) (code int, done bool) {
 		return code, done
 	}
 	f.schema = c.schemaVar("install into schema `NAME` (created if missing)")
-	f.node = c.nodeFlags(f.layout.layout, "%s `N` that snowflake_next_id() uses until `sfgen node` changes it")
+	f.node = c.nodeFlags(f.layout.layout, "%s `N` that snowflake_next_id() uses until 'sfgen node' changes it")
 	return exitOK, false
 }
 

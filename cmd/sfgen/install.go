@@ -47,7 +47,7 @@ The native generator (--native): where the server loads C extensions,
 snowflake_next_id() can be C code on the SQL generator's state, with
 every guarantee of it and about bigserial's cost (docs/native.md). --native
 builds it (PGXS: pg_config, the server's headers, make and a C compiler,
-on the database server's machine) into DIR/sfgen-<layout>/ (DIR absolute,
+on the database server's machine) into DIR/sfgen-<layout hash>/ (DIR absolute,
 kept: the database loads the library from there) and switches the
 schema's snowflake_next_id() to it, keeping its OID, so column defaults
 follow; it needs a superuser. When it is not available it says why and

@@ -38,7 +38,7 @@ func init() {
 		{"compose", "build one ID from a timestamp, datacenter, machine and sequence", runCompose},
 		{"decompose", "split an ID into its fields, its time and its bits", runDecompose},
 		{"next", "generate IDs for one node, one a line", runNext},
-		{"sql", "print the PL/pgSQL install script", runSQL},
+		{"sql", "print the SQL install script", runSQL},
 		{"migration", "write the functions as a goose migration into your migrations directory", runMigration},
 		{"install", "apply the migrations to a database with goose", runInstall},
 		{"build-native", "build the native (C) generator on a database server, for install or a migration", runBuildNative},
@@ -91,7 +91,7 @@ Usage:
 Commands:
 `)
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-10s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-12s %s\n", c.name, c.summary)
 	}
 	fmt.Fprint(w, `
 Examples:

@@ -20,7 +20,7 @@ const maxCount = 10_000_000
 
 const nextHelp = `
 sfgen next [--layout NAME|SPEC] [--datacenter N] [--machine N] [--count N] [--json]
-sfgen next --dsn URL [--schema NAME] [--lease-ttl D] [--count N] [--json]
+  sfgen next --dsn URL [--schema NAME] [--lease-ttl D] [--count N] [--json]
 
 Generates --count Snowflake IDs in the layout (Twitter's unless --layout
 says otherwise) for one node, one a line, each larger than the one before.

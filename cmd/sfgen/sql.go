@@ -8,17 +8,20 @@ import (
 )
 
 const sqlHelp = `
-sfgen sql [--schema NAME] [--datacenter N] [--machine N]
+sfgen sql [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
 
-Prints the install script: the PL/pgSQL functions snowflake_compose,
+Prints the install script of the latest SQL release, rendered from the
+same layout as the Go composer: the functions snowflake_compose,
 snowflake_decompose, snowflake_timestamp, snowflake_first_id,
-snowflake_last_id, snowflake_layout and snowflake_next_id, rendered from the
-same layout as the Go composer. The script can run again on the same
-database, and keeps the node a schema has. On a first install it sets
-the node the flags give; without them it takes the node from the
-session's settings sfgen.datacenter and sfgen.machine, or leaves it
-unset, so that snowflake_next_id() refuses to make IDs until
-'sfgen node' sets one.
+snowflake_last_id, snowflake_layout, snowflake_release, snowflake_node,
+snowflake_set_node and snowflake_next_id, the node leases
+(snowflake_lease_take, _renew, _release, _reserve and _unreserve), and
+the objects they need (in SQL and PL/pgSQL). The script can run again on
+the same database, upgrades an earlier release in place, and keeps the
+node a schema has. On a first install it sets the node the flags give;
+without them it takes the node from the session's settings
+sfgen.datacenter and sfgen.machine, or leaves it unset, so that
+snowflake_next_id() refuses to make IDs until 'sfgen node' sets one.
 
 Examples:
   sfgen sql > snowflake.sql && psql -v ON_ERROR_STOP=1 -f snowflake.sql
