@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -61,7 +62,7 @@ func TestVerifyGeneratorAhead(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tc.plant != "" {
-				if _, err := conn.Exec(ctx, strings.NewReplacer("S.", schema+".", "MARKER", sqlgen.ReleaseMarker(sqlgen.Latest)).Replace(tc.plant)); err != nil {
+				if _, err := conn.Exec(ctx, strings.NewReplacer("S.", schema+".", "MARKER", catalog.ReleaseMarker(sqlgen.Latest)).Replace(tc.plant)); err != nil {
 					t.Fatal(err)
 				}
 			}

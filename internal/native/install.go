@@ -54,7 +54,7 @@ func newSQLData(schema, name, library string, in catalog.Installed) sqlData {
 		Library:       pgident.QuoteLiteral(library),
 		NextState:     pgident.QuoteLiteral(q + ".snowflake_next_state()"),
 		Comment: pgident.QuoteLiteral(fmt.Sprintf("A new Snowflake ID for this database's node (see snowflake_node()), made in C by %s (sfgen's native generator, built for layout %s): the state protocol of the SQL generator (sfgen release %d's) on the same state, so that the two can run at once. Unique across sessions, rollbacks, cancels and restarts; never repeats when the clock steps back; borrows the next millisecond rather than waiting. See docs/native.md. %s",
-			library, l.String(), Release, sqlgen.ReleaseMarker(in.Release))),
+			library, l.String(), Release, catalog.ReleaseMarker(in.Release))),
 	}
 }
 

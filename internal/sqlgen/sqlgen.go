@@ -261,14 +261,6 @@ func functionNames(signatures []string) []string {
 	return names
 }
 
-// MarkedFunctions are catalog.MarkedFunctions: the functions whose
-// comments end with the release marker of the release that wrote them.
-var MarkedFunctions = catalog.MarkedFunctions
-
-// ReleaseMarker is how the comment of each of release r's objects ends
-// (catalog.ReleaseMarker).
-func ReleaseMarker(r int) string { return catalog.ReleaseMarker(r) }
-
 // knownFunctions are the signatures of every function any sfgen release
 // (or an install from before release 1) has created, with types as
 // to_regprocedure reads them under a pinned search_path.
@@ -371,7 +363,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	}
 	d := &templateData{
 		Release:    release,
-		Generated:  ReleaseMarker(release),
+		Generated:  catalog.ReleaseMarker(release),
 		Goose:      goose,
 		SchemaName: schema,
 		Schema:     pgident.Quote(schema),
@@ -411,7 +403,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
 
-		KnownFunctions: knownFunctions, KnownFunctionNames: knownFunctionNames, MarkedFunctions: MarkedFunctions,
+		KnownFunctions: knownFunctions, KnownFunctionNames: knownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
 		LeaseFunctionNames: catalog.LeaseFunctionNames,
 		LockWaitSeconds:    int64(LockWait / time.Second),
 		LockWaitMs:         CatchUpLockWait.Milliseconds(),
