@@ -18,7 +18,7 @@ import (
 // take a lock to move it up.
 const maxLagMS = 10
 
-// A GeneratorReport is what CheckGenerator found about snowflake_next_id().
+// A GeneratorReport is what checkGenerator found about snowflake_next_id().
 type GeneratorReport struct {
 	Skipped     string `json:"skipped,omitempty"` // why the check did not run, if it did not
 	Connections int    `json:"connections"`
@@ -84,7 +84,7 @@ func (g *GeneratorReport) Broken() []string {
 	return out
 }
 
-// CheckGenerator draws perConn IDs from snowflake_next_id() on each of
+// checkGenerator draws perConn IDs from snowflake_next_id() on each of
 // conns connections at once and checks, in Go, that they are unique,
 // increasing on each connection, carry the node snowflake_node() reports,
 // are above the generator's state (snowflake_state: the highest ID issued,
@@ -98,20 +98,8 @@ func (g *GeneratorReport) Broken() []string {
 // Without a readable state, the clock alone bounds them, with the
 // milliseconds borrowing for the IDs drawn could add. A schema without
 // snowflake_next_id() (installed by an older sfgen) is skipped, not
-// failed.
-func CheckGenerator(ctx context.Context, pool *pgxpool.Pool, schema string, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
-	s, err := catalog.ParseSchema(schema)
-	if err != nil {
-		return nil, err
-	}
-	in, err := catalog.Inspect(ctx, catalog.PGX(pool), s)
-	if err != nil {
-		return nil, err
-	}
-	return checkGenerator(ctx, pool, in, l, conns, perConn, keep)
-}
-
-// checkGenerator is CheckGenerator of the schema in describes.
+// failed. in is what Run found in the schema, the node the IDs must carry
+// included.
 func checkGenerator(ctx context.Context, pool *pgxpool.Pool, in catalog.Installed, l snowflake.Layout, conns, perConn, keep int) (*GeneratorReport, error) {
 	rep := &GeneratorReport{Connections: conns}
 	if in.Missing(catalog.FuncNextID, catalog.FuncNode) != nil {
@@ -207,7 +195,7 @@ func drawIDs(ctx context.Context, pool *pgxpool.Pool, schema string, conns, perC
 	return streams, nil
 }
 
-// A run is what CheckGenerator read around drawing the IDs: the state
+// A run is what checkGenerator read around drawing the IDs: the state
 // before and after (-1 when it cannot be read), and the database's clock
 // at the start and the end, in Unix milliseconds.
 type run struct{ before, after, start, end int64 }

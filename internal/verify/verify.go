@@ -15,12 +15,12 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-// ErrNotInstalled is returned by Run and CheckInstalled when the schema
-// lacks sfgen's functions.
+// ErrNotInstalled is returned by Run when the schema lacks sfgen's
+// functions.
 var ErrNotInstalled = errors.New("sfgen functions are not installed")
 
-// ErrLayoutMismatch is returned by Run and CheckInstalled when the
-// installed functions were generated for another layout.
+// ErrLayoutMismatch is returned by Run (as a *LayoutMismatchError) when
+// the installed functions were generated for another layout.
 var ErrLayoutMismatch = errors.New("installed functions use another layout")
 
 // Options say what Run checks.
@@ -98,7 +98,7 @@ func (m Mismatch) String() string {
 // Run checks the functions installed in o.Schema of the database behind
 // pool against the Go composer: first the fixed vectors and fixed times
 // (TimeVectors), then o.Count random inputs and one random time for every
-// ten of them, then the generator (see CheckGenerator). Each time is
+// ten of them, then the generator (see checkGenerator). Each time is
 // checked in snowflake_first_id and snowflake_last_id against
 // Layout.FirstID and Layout.LastID. It installs
 // nothing; it creates session-temporary helper functions (in pg_temp)
@@ -266,21 +266,9 @@ func (e *LayoutMismatchError) Error() string {
 // Unwrap returns ErrLayoutMismatch.
 func (e *LayoutMismatchError) Unwrap() error { return ErrLayoutMismatch }
 
-// CheckInstalled returns nil when schema holds every function Run calls,
+// checkInstalled returns nil when in holds every function Run calls,
 // generated for layout l; otherwise ErrNotInstalled (wrapped with what is
 // missing) or a *LayoutMismatchError.
-func CheckInstalled(ctx context.Context, q catalog.Querier, schema string, l snowflake.Layout) error {
-	s, err := catalog.ParseSchema(schema)
-	if err != nil {
-		return err
-	}
-	in, err := catalog.Inspect(ctx, q, s)
-	if err != nil {
-		return err
-	}
-	return checkInstalled(in, l)
-}
-
 func checkInstalled(in catalog.Installed, l snowflake.Layout) error {
 	if missing := in.Missing(requiredFunctions...); len(missing) > 0 {
 		return fmt.Errorf("%w in schema %s: missing %v; run 'sfgen install' first", ErrNotInstalled, in.Schema, missing)
