@@ -7,6 +7,7 @@
 // functions an older release's plain script put back (stale), the node or
 // its absence, and which generator makes IDs (SQL, or native and its
 // library). Every part of sfgen that asks what a schema holds asks it
-// here, through one [Querier]: pgx's handles as they are, database/sql's
-// through [DB].
+// here, through one [Querier]: a pgx handle through [PGX], a database/sql
+// one through [DB]. The package imports nothing but the standard library
+// and sfgen's own leaf packages, so that the root package can use it.
 package catalog
