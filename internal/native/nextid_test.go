@@ -26,6 +26,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/generatortest"
 )
 
 // TestNativeMixedWithSQL: the C and the SQL generator of one schema, at
@@ -42,20 +43,10 @@ func TestNativeMixedWithSQL(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	var (
 		wg                         sync.WaitGroup
-		stop                       atomic.Bool
+		stop                       generatortest.Stop
 		sqlRows, cRows, mixedRows  atomic.Int64
 		cutShort, stale, cancelled atomic.Int64
-		errMu                      sync.Mutex
-		firstErr                   error
 	)
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-		stop.Store(true)
-	}
 	// Sessions 0-2 SQL, 3-5 C, 6-7 both in each statement; odd sessions
 	// insert 200 rows a statement, even ones single rows.
 	const sessions = 8
@@ -77,7 +68,7 @@ func TestNativeMixedWithSQL(t *testing.T) {
 		go func(w int) {
 			defer wg.Done()
 			var last int64
-			for !stop.Load() {
+			for !stop.Stopped() {
 				r, err := c.Query(ctx, q, w, rows)
 				var got []int64
 				if err == nil {
@@ -89,17 +80,17 @@ func TestNativeMixedWithSQL(t *testing.T) {
 					continue
 				}
 				if err != nil {
-					fail(fmt.Errorf("session %d: %w", w, err))
+					stop.Fail(fmt.Errorf("session %d: %w", w, err))
 					return
 				}
 				for _, id := range got {
 					if id <= last {
-						fail(fmt.Errorf("session %d: ID %d after %d", w, id, last))
+						stop.Fail(fmt.Errorf("session %d: ID %d after %d", w, id, last))
 						return
 					}
 					last = id
 					if d, err := tw.Decompose(snowflake.ID(id)); err != nil || d.Datacenter != 9 || d.Machine != 30 {
-						fail(fmt.Errorf("session %d: ID %d decomposes to %+v (%v), want node 9/30", w, id, d, err))
+						stop.Fail(fmt.Errorf("session %d: ID %d decomposes to %+v (%v), want node 9/30", w, id, d, err))
 						return
 					}
 				}
@@ -108,7 +99,7 @@ func TestNativeMixedWithSQL(t *testing.T) {
 		}(w)
 	}
 	disruptor := connect(t, dsn)
-	for i := 0; !stop.Load(); i++ {
+	for i := 0; !stop.Stopped(); i++ {
 		switch i % 4 {
 		case 0: // a catch-up cut short after it set the guard to 0
 			mustExec(t, disruptor, "SELECT setval('snowflake_catch_up_guard', 0)")
@@ -118,21 +109,21 @@ func TestNativeMixedWithSQL(t *testing.T) {
 			stale.Add(1)
 		case 2:
 			if _, err := disruptor.Exec(ctx, "SELECT pg_cancel_backend($1)", pids[(i/4)%sessions]); err != nil {
-				fail(err)
+				stop.Fail(err)
 			}
 		}
 		if min(sqlRows.Load(), cRows.Load(), mixedRows.Load()) >= minRowsEach && cutShort.Load() >= minCutShort &&
 			stale.Load() >= minStale && cancelled.Load() >= minCancelled {
-			stop.Store(true)
+			stop.Now()
 		} else if time.Now().After(deadline) {
-			fail(fmt.Errorf("not enough in 2 minutes: %d SQL rows, %d C rows, %d mixed rows (want %d each), %d cut short, %d due, %d cancelled",
+			stop.Fail(fmt.Errorf("not enough in 2 minutes: %d SQL rows, %d C rows, %d mixed rows (want %d each), %d cut short, %d due, %d cancelled",
 				sqlRows.Load(), cRows.Load(), mixedRows.Load(), minRowsEach, cutShort.Load(), stale.Load(), cancelled.Load()))
 		}
 		time.Sleep(2 * time.Millisecond)
 	}
 	wg.Wait()
-	if firstErr != nil {
-		t.Fatal(firstErr)
+	if err := stop.Err(); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("%d rows by SQL, %d by C, %d by both; %d catch-ups cut short, %d made due, %d statements cancelled",
 		sqlRows.Load(), cRows.Load(), mixedRows.Load(), cutShort.Load(), stale.Load(), cancelled.Load())

@@ -19,6 +19,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -167,3 +169,34 @@ func makeStale(t testing.TB, conn *pgx.Conn) int64 {
 }
 
 var staleGuard = fmt.Sprintf("SELECT setval('snowflake_catch_up_guard', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - %d)", sqlgen.StaleAfter.Milliseconds())
+
+// A Stop is what the sessions of a long scenario share: a flag that ends
+// them all, and the first error that made one of them stop it.
+type Stop struct {
+	stopped atomic.Bool
+	mu      sync.Mutex
+	err     error
+}
+
+// Fail keeps err if it is the first, and stops everyone.
+func (s *Stop) Fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.stopped.Store(true)
+}
+
+// Now stops everyone without an error.
+func (s *Stop) Now() { s.stopped.Store(true) }
+
+// Stopped reports whether someone stopped.
+func (s *Stop) Stopped() bool { return s.stopped.Load() }
+
+// Err returns the first error given to Fail, or nil.
+func (s *Stop) Err() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}

@@ -403,20 +403,9 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 	deadline := time.Now().Add(2 * time.Minute)
 	var (
 		wg                            sync.WaitGroup
-		stop                          atomic.Bool
+		stop                          Stop
 		inserted, cancelled, cutShort atomic.Int64
-		errMu                         sync.Mutex
-		firstErr                      error
 	)
-	// fail keeps the first error and stops everyone.
-	fail := func(err error) {
-		errMu.Lock()
-		if firstErr == nil {
-			firstErr = err
-		}
-		errMu.Unlock()
-		stop.Store(true)
-	}
 	// Sessions 0-3 make single-row inserts, which fail the test if they
 	// wait lock_timeout for a lock or run for statement_timeout; 4-7 long
 	// inserts, cut short by a 1-3 ms timeout. They stay open until the
@@ -434,7 +423,7 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 		wg.Add(1)
 		go func(w int, c *pgx.Conn, rows int) {
 			defer wg.Done()
-			for !stop.Load() {
+			for !stop.Stopped() {
 				tag, err := c.Exec(ctx, "INSERT INTO t(w) SELECT $1 FROM generate_series(1, $2::int)", w, rows)
 				var pe *pgconn.PgError
 				switch {
@@ -443,18 +432,18 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 				case errors.As(err, &pe) && pe.Code == "57014" && (rows > 1 || !strings.Contains(pe.Message, "statement timeout")): // query_canceled
 					cancelled.Add(1)
 				default:
-					fail(fmt.Errorf("session %d: %w", w, err))
+					stop.Fail(fmt.Errorf("session %d: %w", w, err))
 					return
 				}
 			}
 		}(w, sessions[w], rows)
 	}
 	canceller := Connect(t, dsn)
-	for i := 0; !stop.Load(); i++ {
+	for i := 0; !stop.Stopped(); i++ {
 		for w, pid := range pids {
 			if w%3 == i%3 {
 				if _, err := canceller.Exec(ctx, "SELECT pg_cancel_backend($1)", pid); err != nil {
-					fail(err)
+					stop.Fail(err)
 				}
 			}
 		}
@@ -464,16 +453,16 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 			cutShort.Add(1)
 		}
 		if cancelled.Load() >= minCancelled && inserted.Load() >= minInserted && cutShort.Load() >= minCutShort {
-			stop.Store(true)
+			stop.Now()
 		} else if time.Now().After(deadline) {
-			fail(fmt.Errorf("the test did not exercise cancels under load: in %v, %d statements cancelled, %d rows inserted, %d catch-ups cut short; want at least %d, %d, %d",
+			stop.Fail(fmt.Errorf("the test did not exercise cancels under load: in %v, %d statements cancelled, %d rows inserted, %d catch-ups cut short; want at least %d, %d, %d",
 				2*time.Minute, cancelled.Load(), inserted.Load(), cutShort.Load(), minCancelled, minInserted, minCutShort))
 		}
 		time.Sleep(3 * time.Millisecond) // pacing: let statements run between cancels
 	}
 	wg.Wait()
-	if firstErr != nil {
-		t.Fatal(firstErr)
+	if err := stop.Err(); err != nil {
+		t.Fatal(err)
 	}
 	t.Logf("%d rows inserted, %d statements cancelled, %d catch-ups cut short", inserted.Load(), cancelled.Load(), cutShort.Load())
 	if locks := HeldLocks(t, conn, pids); locks != "" {
