@@ -166,6 +166,8 @@ func TestSQLMatchesCommittedScript(t *testing.T) {
 	}{
 		{nil, sqlgen.Options{UnsetNode: true}},
 		{[]string{"--schema", "ids"}, sqlgen.Options{Schema: "ids", UnsetNode: true}},
+		// "" is public, as in every Options (catalog.ParseSchema).
+		{[]string{"--schema", ""}, sqlgen.Options{Schema: "public", UnsetNode: true}},
 		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}},
 		// One node flag is a node: the other is 0.
 		{[]string{"--machine", "7"}, sqlgen.Options{Machine: 7}},
