@@ -139,7 +139,7 @@ func TestLeaseNoLeases(t *testing.T) {
 		t.Errorf("TakeLease on an empty database: %v; want ErrNoLeases, no sfgen install", err)
 	}
 	// Release 2: its migrations' Up sections, as goose would apply them.
-	files, err := sqlgen.Migrations(sqlgen.Options{Datacenter: 1, Machine: 1})
+	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

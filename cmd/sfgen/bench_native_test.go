@@ -21,7 +21,7 @@ import (
 // is missing when the native one is not there.
 func TestBenchNative(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 5, Machine: 6})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 5, Machine: 6})
 	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--native", "--duration", "200ms")
 	if code != 1 || out != "" || !strings.Contains(errOut, "no "+schema+".snowflake_next_id_native(): install the native generator beside the SQL one first") {
 		t.Errorf("bench --native without the native generator = %d, %q, %q", code, out, errOut)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sfgen/sfgen/internal/snowflake"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -164,13 +165,13 @@ func TestSQLMatchesCommittedScript(t *testing.T) {
 		args []string
 		o    sqlgen.Options
 	}{
-		{nil, sqlgen.Options{UnsetNode: true}},
-		{[]string{"--schema", "ids"}, sqlgen.Options{Schema: "ids", UnsetNode: true}},
+		{nil, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}},
+		{[]string{"--schema", "ids"}, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true}},
 		// "" is public, as in every Options (catalog.ParseSchema).
-		{[]string{"--schema", ""}, sqlgen.Options{Schema: "public", UnsetNode: true}},
-		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}},
+		{[]string{"--schema", ""}, sqlgen.Options{Layout: snowflake.Twitter, Schema: "public", UnsetNode: true}},
+		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
 		// One node flag is a node: the other is 0.
-		{[]string{"--machine", "7"}, sqlgen.Options{Machine: 7}},
+		{[]string{"--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter, Machine: 7}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"sql"}, tc.args...)...)
 		want, err := sqlgen.Script(tc.o)
@@ -193,7 +194,7 @@ func TestMigrationCommand(t *testing.T) {
 	}
 	got, _ := os.ReadFile(wantPath)
 	// No node flags: a file that sets no node of its own.
-	want, _ := sqlgen.Migration(sqlgen.Options{UnsetNode: true})
+	want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
 	if !bytes.Equal(got, want) {
 		t.Error("written migration differs from sqlgen.Migration with UnsetNode")
 	}
@@ -215,7 +216,7 @@ func TestMigrationCommand(t *testing.T) {
 // added, one a release up to the latest, for the schema the existing file
 // names.
 func TestMigrationUpgradesReleaseOne(t *testing.T) {
-	o := sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}
 	files, err := sqlgen.Migrations(o)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +314,7 @@ func TestInstallKeepsTheNode(t *testing.T) {
 	}
 
 	// A schema at release 1 (its script), with a node flag for another node.
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: "old", Datacenter: 1, Machine: 2}, 1)
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 1, Machine: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -223,7 +223,7 @@ func TestMigrationNativeOtherLayout(t *testing.T) {
 	discordLib := strings.TrimSpace(out)
 	for _, optional := range []bool{false, true} {
 		dir := t.TempDir()
-		files, err := sqlgen.Migrations(sqlgen.Options{})
+		files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestMigrationNativeOtherLayout(t *testing.T) {
 // second apart, in order, however fast the run.
 func TestMigrationVersionsOfOneRun(t *testing.T) {
 	dir := t.TempDir()
-	files, err := sqlgen.Migrations(sqlgen.Options{})
+	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,7 +295,7 @@ func TestMigrationNativeAcrossUpgrade(t *testing.T) {
 	}
 	lib := strings.TrimSpace(out)
 	dir := t.TempDir()
-	files, err := sqlgen.Migrations(sqlgen.Options{})
+	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -304,7 +304,7 @@ func TestMigrationNativeAcrossUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen, err := sqlgen.Generator(sqlgen.Options{}, 2)
+	gen, err := sqlgen.Generator(sqlgen.Options{Layout: snowflake.Twitter}, 2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -118,7 +118,7 @@ func TestInstallNativeAcrossUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	files, err := sqlgen.Migrations(sqlgen.Options{Datacenter: 1, Machine: 1})
+	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

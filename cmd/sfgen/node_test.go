@@ -41,7 +41,7 @@ func oneLine(t *testing.T, s string) {
 
 func TestNodeShowAndSet(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 2, Machine: 4})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 2, Machine: 4})
 	where := fmt.Sprintf(" (schema %s, sfgen release %d, layout twitter)\n", schema, sqlgen.Latest)
 	for _, tc := range []struct {
 		args []string
@@ -76,7 +76,7 @@ func TestNodeShowAndSet(t *testing.T) {
 // naming the owner.
 func TestNodeNeedsTheOwner(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter})
 	conn, _ := testSchema(t, dsn)
 	ctx := context.Background()
 	var owner string
@@ -174,7 +174,7 @@ func TestNodeHelp(t *testing.T) {
 func TestNodeSaysTheRelease(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema, Datacenter: 1, Machine: 2}, 1)
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 1, Machine: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestNodeFleet(t *testing.T) {
 		line string          // after the name, as listed
 	}
 	tw := func(dc, m int64) db {
-		return db{&sqlgen.Options{Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release %d", dc, m, sqlgen.Latest)}
+		return db{&sqlgen.Options{Layout: snowflake.Twitter, Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release %d", dc, m, sqlgen.Latest)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -262,8 +262,8 @@ func TestNodeFleet(t *testing.T) {
 // and schema (every schema in every database), the shared pairs.
 func TestNodeFleetJSON(t *testing.T) {
 	a, b := pgtest.DSN(t), pgtest.DSN(t)
-	schema := installSchema(t, a, sqlgen.Options{Datacenter: 3, Machine: 4})
-	installSchema(t, b, sqlgen.Options{Datacenter: 3, Machine: 4})
+	schema := installSchema(t, a, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4})
+	installSchema(t, b, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4})
 	code, out, errOut := sfgen(t, "node", "--dsn", a, "--dsn", b, "--schema", schema, "--schema", "public", "--json")
 	var got struct {
 		OK      bool `json:"ok"`
@@ -322,7 +322,7 @@ func TestNodeFleetClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := sqlgen.Script(sqlgen.Options{Datacenter: 5, Machine: 6})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 5, Machine: 6})
 	if err == nil {
 		_, err = conn.Exec(ctx, string(script))
 	}
@@ -390,7 +390,7 @@ func nodeNameParts(t *testing.T, dsn string) (db, clone string) {
 // no password shows, of a database read or not.
 func TestNodeFleetErrors(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Datacenter: 1, Machine: 1})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
 	_, appDSN := pgtest.LoginRole(t, dsn, "app", "")
 	u, err := url.Parse(appDSN)
 	if err != nil {

@@ -234,7 +234,7 @@ type lookalikeSetup struct {
 func attackLookalikes(t *testing.T, e *env, release int, c lookalikeSetup) (bool, string) {
 	t.Helper()
 	node := [2]int64{1, 2}
-	e.mustInstall(release, sqlgen.Options{Schema: c.sfgen, Datacenter: node[0], Machine: node[1]})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: c.sfgen, Datacenter: node[0], Machine: node[1]})
 
 	mallory := e.role("mallory")
 	where := mallory

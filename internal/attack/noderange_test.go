@@ -34,7 +34,7 @@ func attackNodeRange(t *testing.T, e *env, release int, c nodeRangeSetup) (bool,
 	t.Helper()
 	ctx := context.Background()
 	installed := [2]int64{1, 2}
-	e.mustInstall(release, sqlgen.Options{Datacenter: installed[0], Machine: installed[1]})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: installed[0], Machine: installed[1]})
 	mallory := e.role("mallory")
 	e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s", pgident.Quote(mallory)))
 	var ops []lookalike

@@ -31,7 +31,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	script, err := sqlgen.Script(sqlgen.Options{Schema: "bench_ids"})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +121,7 @@ func TestRunCleansUpWhenCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	script, err := sqlgen.Script(sqlgen.Options{Schema: "bench_ids"})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
 	if err != nil {
 		t.Fatal(err)
 	}

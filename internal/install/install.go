@@ -116,9 +116,6 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		return nil, err
 	}
 	o.Schema = schema.Name()
-	if o.Layout == (snowflake.Layout{}) {
-		o.Layout = snowflake.Twitter
-	}
 	fsys, err := FS(o)
 	if err != nil {
 		return nil, err

@@ -19,7 +19,7 @@ import (
 // code as a statement planned before the upgrade would still run it.
 func releaseOneSlowPath(t *testing.T, schema, name string) string {
 	t.Helper()
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: schema}, 1)
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func releaseOneSlowPath(t *testing.T, schema, name string) string {
 func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	o := sqlgen.Options{Schema: schema, Datacenter: 3, Machine: 7}
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
 	script, err := sqlgen.ScriptAt(o, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	o := sqlgen.Options{Schema: schema}
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}
 	script, err := sqlgen.ScriptAt(o, 1)
 	if err != nil {
 		t.Fatal(err)

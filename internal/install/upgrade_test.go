@@ -81,7 +81,7 @@ func newFixture(t *testing.T, db *sql.DB, dsn string) *fixture {
 	t.Helper()
 	schema := fmt.Sprintf("sfgen_upgrade_%d_%d", os.Getpid(), schemaSeq.Add(1))
 	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE") })
-	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Schema: schema}, schema: schema}
+	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, schema: schema}
 }
 
 func (f *fixture) exec(q string, args ...any) {
@@ -915,7 +915,7 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 	}
 	f.createTable()
 	before := f.generator()
-	if res, err := Apply(ctx, db, sqlgen.Options{Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(migrationNames(sqlgen.Latest, sqlgen.Latest)) {
+	if res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(migrationNames(sqlgen.Latest, sqlgen.Latest)) {
 		t.Fatalf("Apply after the Down = %+v, %v; want %v applied", res, err, migrationNames(sqlgen.Latest, sqlgen.Latest))
 	}
 	f.checkKept("after Down, snowflake_set_node() and Apply with UnsetNode again", before)

@@ -19,7 +19,7 @@ var nativeGenerator = generatortest.Generator{
 	Language: "c",
 	Install: func(t *testing.T, conn *pgx.Conn, o sqlgen.Options) {
 		t.Helper()
-		installNative(t, conn, o, library(t, layoutOf(o)), false)
+		installNative(t, conn, o, library(t, o.Layout), false)
 	},
 	SlowCalls: slowCalls,
 }

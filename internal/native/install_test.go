@@ -49,12 +49,12 @@ func TestInstallRefuses(t *testing.T) {
 	so := library(t, tw)
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
-	installScript(t, conn, sqlgen.Options{})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter})
 	installScript(t, conn, sqlgen.Options{Layout: snowflake.Discord, Schema: "discord"})
 	mustExec(t, conn, "CREATE SCHEMA empty")
 	// A schema whose guard another role owns: the C code refuses it, and
 	// Install's check call fails after the function was replaced.
-	installScript(t, conn, sqlgen.Options{Schema: "alien"})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: "alien"})
 	stranger := pgtest.Role(t, dsn, "native_stranger", "")
 	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_catch_up_guard OWNER TO "+stranger)
 	_, appDSN := pgtest.LoginRole(t, dsn, "native_installer", "")
@@ -113,7 +113,7 @@ func TestInstallRefuses(t *testing.T) {
 func TestInstallWithNoNodeSet(t *testing.T) {
 	so := library(t, tw)
 	conn := connect(t, pgtest.DSN(t))
-	installScript(t, conn, sqlgen.Options{UnsetNode: true})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
 	if err := native.Install(context.Background(), conn, "public", so); err != nil {
 		t.Fatalf("Install with no node set: %v", err)
 	}
@@ -140,7 +140,7 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 	// The script's CREATE SCHEMA IF NOT EXISTS checks this privilege.
 	mustExec(t, super, "DO $$BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO "+owner+"', current_database()); END$$")
 	own := connect(t, ownerDSN)
-	installScript(t, own, sqlgen.Options{Schema: "ids", Datacenter: 11, Machine: 22})
+	installScript(t, own, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 11, Machine: 22})
 	sqlDef := definition(t, super, "ids", native.FunctionName)
 	mustExec(t, own, "CREATE TABLE ids.t (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id())")
 	ctx := context.Background()
@@ -240,7 +240,7 @@ func TestBuildRefuses(t *testing.T) {
 // and snowflake_next_id().
 func protocol(t *testing.T, release int) []string {
 	t.Helper()
-	script, err := sqlgen.ScriptAt(sqlgen.Options{}, release)
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -330,7 +330,7 @@ func TestHeaderMatchesSQL(t *testing.T) {
 // owns (not sfgen's), saying so; the SQL one, bound at CREATE time, is not
 // affected either way.
 func TestNativeOwnObjectsOnly(t *testing.T) {
-	dsn, conn := setup(t, sqlgen.Options{Datacenter: 3, Machine: 4}, false)
+	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4}, false)
 	mustExec(t, conn, `CREATE SCHEMA evil;
 		CREATE SEQUENCE evil.snowflake_state; CREATE SEQUENCE evil.snowflake_catch_up_guard;
 		SELECT setval('evil.snowflake_catch_up_guard', 1);
@@ -372,7 +372,7 @@ func TestInstallWhileInserting(t *testing.T) {
 	so := library(t, tw)
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
-	installScript(t, conn, sqlgen.Options{Datacenter: 6, Machine: 7})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 6, Machine: 7})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), w int NOT NULL)")
 	ctx := context.Background()
 	var (

@@ -126,7 +126,7 @@ var (
 // database's DSN and a connection to it.
 func setup(t *testing.T, o sqlgen.Options, side bool) (string, *pgx.Conn) {
 	t.Helper()
-	so := library(t, layoutOf(o))
+	so := library(t, o.Layout)
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
 	installNative(t, conn, o, so, side)
@@ -157,13 +157,6 @@ func installNative(t *testing.T, conn *pgx.Conn, o sqlgen.Options, so string, si
 		WHERE p.oid = to_regprocedure($1)`, fmt.Sprintf("%q.%s()", schema, name)).Scan(&lang); err != nil || lang != "c" {
 		t.Fatalf("after install, %s.%s() is in %q (%v), want c", schema, name, lang, err)
 	}
-}
-
-func layoutOf(o sqlgen.Options) snowflake.Layout {
-	if o.Layout == (snowflake.Layout{}) {
-		return snowflake.Twitter
-	}
-	return o.Layout
 }
 
 var tw = snowflake.Twitter

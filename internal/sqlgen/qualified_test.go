@@ -2,6 +2,7 @@ package sqlgen_test
 
 import (
 	"fmt"
+	"github.com/sfgen/sfgen/internal/snowflake"
 	"strings"
 	"testing"
 
@@ -21,8 +22,8 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 		name string
 		opts sqlgen.Options
 	}{
-		{"default", sqlgen.Options{}},
-		{"ids_3_7", sqlgen.Options{Schema: "ids", Datacenter: 3, Machine: 7}},
+		{"default", sqlgen.Options{Layout: snowflake.Twitter}},
+		{"ids_3_7", sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
 	} {
 		schema := tc.opts.Schema
 		if schema == "" {

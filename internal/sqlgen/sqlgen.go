@@ -20,10 +20,11 @@ import (
 
 // Options say what to render.
 type Options struct {
-	// Layout is the ID layout; the zero value means snowflake.Twitter.
+	// Layout is the ID layout, and Schema the schema the objects are
+	// created in: together the catalog.Target rendered for, so the zero
+	// Layout is an error wrapping snowflake.ErrZeroLayout and "" means
+	// catalog.Public.
 	Layout snowflake.Layout
-	// Schema is the schema the objects are created in; "" means
-	// catalog.Public (catalog.ParseSchema, which checks it).
 	Schema string
 	// Datacenter and Machine are the node that snowflake_next_id() uses
 	// until `sfgen node` changes it; each from 0 to the layout's maximum.
@@ -337,15 +338,11 @@ type templateData struct {
 }
 
 func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
-	l := o.Layout
-	if l == (snowflake.Layout{}) {
-		l = snowflake.Twitter
-	}
-	parsed, err := catalog.ParseSchema(o.Schema)
+	target, err := catalog.NewTarget(o.Schema, o.Layout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("render sql: %w", err)
 	}
-	schema := parsed.Name()
+	l, schema := target.Layout(), target.Schema().Name()
 	if o.UnsetNode && (o.Datacenter != 0 || o.Machine != 0) {
 		return nil, fmt.Errorf("render sql: a node (%d/%d) and UnsetNode: %w", o.Datacenter, o.Machine, ErrNodeAndUnset)
 	}

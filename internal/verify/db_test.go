@@ -59,7 +59,7 @@ func installInto(t *testing.T, pool *pgxpool.Pool, schema string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := install.Apply(context.Background(), db, sqlgen.Options{Schema: schema}); err != nil {
+	if _, err := install.Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -157,7 +157,7 @@ func TestDetectsBrokenSQL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool, schema := database(t)
-			script, err := sqlgen.Script(sqlgen.Options{Schema: schema})
+			script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +213,7 @@ func BenchmarkRun(b *testing.B) {
 	defer pool.Close()
 	defer pool.Exec(ctx, "DROP SCHEMA IF EXISTS sfgen_verify_bench CASCADE")
 	db, _ := sql.Open("pgx", pool.Config().ConnString())
-	if _, err := install.Apply(ctx, db, sqlgen.Options{Schema: "sfgen_verify_bench"}); err != nil {
+	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: "sfgen_verify_bench"}); err != nil {
 		b.Fatal(err)
 	}
 	db.Close()

@@ -21,7 +21,7 @@ func TestGeneratorCheckNoNode(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	if _, err := install.Apply(ctx, db, sqlgen.Options{Schema: schema, UnsetNode: true}); err != nil {
+	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: true}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := CheckGenerator(ctx, pool, schema, snowflake.Twitter, 2, 100, 5)
