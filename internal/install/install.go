@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
-	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,7 +25,6 @@ import (
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
-	"github.com/sfgen/sfgen/migrations"
 )
 
 // VersionTable is the table, in the target schema, where sfgen's goose
@@ -79,27 +77,6 @@ type Result struct {
 	Schema  string   // the schema installed into
 	Applied []string // migration files applied by this call, in order
 	Version int64    // the schema's sfgen version (= release) after the call
-}
-
-// FS returns the release line for o: the committed migrations.FS when o
-// renders to the same bytes (the Twitter layout in public with node 0/0),
-// otherwise the same file names rendered for o.
-func FS(o sqlgen.Options) (fs.FS, error) {
-	files, err := sqlgen.Migrations(o)
-	if err != nil {
-		return nil, err
-	}
-	same := true
-	m := fstest.MapFS{}
-	for _, f := range files {
-		m[f.Name] = &fstest.MapFile{Data: f.SQL, Mode: 0o444}
-		committed, err := migrations.FS.ReadFile(f.Name)
-		same = same && err == nil && string(committed) == string(f.SQL)
-	}
-	if same {
-		return migrations.FS, nil
-	}
-	return m, nil
 }
 
 // Apply brings the schema in o up to sfgen's latest release. Running it

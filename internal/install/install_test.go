@@ -1,15 +1,19 @@
 package install
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -174,21 +178,48 @@ func TestFailedFirstInstall(t *testing.T) {
 	}
 }
 
+// TestFSIsCommittedForDefaults: the release line FS renders for the
+// Twitter layout in public with node 0/0 is migrations.FS, file for file
+// and byte for byte; another schema's is not; and FS is an fs.FS as
+// testing/fstest checks one.
 func TestFSIsCommittedForDefaults(t *testing.T) {
 	fsys, err := FS(sqlgen.Options{Layout: snowflake.Twitter})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fsys != migrations.FS {
-		t.Error("FS for the default options is not the committed migrations.FS")
-	}
-	fsys, err = FS(sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids"})
+	committed, err := fs.Glob(migrations.FS, "*.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if fsys == migrations.FS {
-		t.Error("FS for schema ids is the committed migrations.FS")
+	rendered, err := fs.Glob(fsys, "*")
+	if err != nil || !slices.Equal(rendered, committed) {
+		t.Fatalf("FS for the default options holds %v (%v); migrations.FS holds %v", rendered, err, committed)
 	}
+	for _, name := range committed {
+		want, _ := migrations.FS.ReadFile(name)
+		if got, err := fs.ReadFile(fsys, name); err != nil || !bytes.Equal(got, want) {
+			t.Errorf("FS for the default options: %s differs from the committed file (%v)", name, err)
+		}
+	}
+	if err := fstest.TestFS(fsys, committed...); err != nil {
+		t.Error(err)
+	}
+	other, err := FS(sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := fs.ReadFile(other, committed[len(committed)-1]); bytes.Equal(got, mustRead(t, migrations.FS, committed[len(committed)-1])) {
+		t.Error("FS for schema ids renders the committed files")
+	}
+}
+
+func mustRead(t *testing.T, fsys fs.FS, name string) []byte {
+	t.Helper()
+	b, err := fs.ReadFile(fsys, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // TestGooseUpDownUp runs the migration's Up, Down and Up with goose's
