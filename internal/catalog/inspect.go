@@ -118,6 +118,18 @@ type Installed struct {
 	// NativeLibrary is the library of snowflake_next_id() when it is the
 	// native generator (a C function); "" when it is the SQL one or none.
 	NativeLibrary string
+	// Owner is the role that owns sfgen's functions (snowflake_layout()'s
+	// owner), or the connecting role where there is no sfgen.
+	Owner string
+	// Foreign lists, sorted, the objects under sfgen's names that are not
+	// sfgen's: functions of another owner or of a signature no release
+	// made (overloads), relations of another owner ("function
+	// public.snowflake_node(integer) owned by mallory").
+	Foreign []string
+	// Writers lists, sorted, the roles (PUBLIC for every role) that can
+	// create objects in the schema other than superusers and the roles
+	// that can act as its owner or Owner.
+	Writers []string
 
 	functions map[string]bool
 }
@@ -156,6 +168,12 @@ var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.
 // functions (snowflake_layout(), snowflake_release() and, when a node is
 // set, snowflake_node()) that the first found. In a schema without sfgen
 // it returns an Installed with the zero Layout, release 0 and no node.
+//
+// A schema where objects under sfgen's names are not sfgen's, or where
+// roles other than sfgen's owner (and superusers) can create objects,
+// is not one whose functions sfgen calls: Inspect then calls none and
+// returns what the catalog said with an *UntrustedError
+// (errors.Is(err, ErrUntrusted)).
 func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	if schema.IsZero() {
 		return Installed{}, fmt.Errorf("inspect: no schema given")
@@ -165,15 +183,20 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	if err != nil {
 		return Installed{}, err
 	}
-	var have string
+	var have, foreign, writers string
 	var unset bool
-	if err := q.QueryRow(ctx, functions, schema.Name(), inspected).Scan(&have, &unset, &in.NativeLibrary); err != nil {
+	if err := q.QueryRow(ctx, functions, schema.Name(), inspected, KnownFunctionNames, KnownFunctions, KnownRelations).
+		Scan(&have, &unset, &in.NativeLibrary, &in.Owner, &foreign, &writers); err != nil {
 		return Installed{}, fmt.Errorf("read sfgen's functions in schema %s: %w", schema, err)
 	}
-	for _, f := range strings.Split(have, "\n") {
-		if f != "" {
-			in.functions[f] = true
-		}
+	for _, f := range lines(have) {
+		in.functions[f] = true
+	}
+	in.Foreign, in.Writers = lines(foreign), lines(writers)
+	if len(in.Foreign) > 0 || len(in.Writers) > 0 {
+		// Calling sfgen's functions here could be ambiguous (an overload
+		// with defaults) or call another role's code: none is called.
+		return in, &UntrustedError{Schema: schema, Owner: in.Owner, Foreign: in.Foreign, Writers: in.Writers}
 	}
 	switch {
 	case unset:
@@ -200,15 +223,21 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	if err := q.QueryRow(ctx, calls, args...).Scan(&spec, &in.Release, &stale, &in.Node.Datacenter, &in.Node.Machine); err != nil {
 		return Installed{}, fmt.Errorf("read the sfgen release, layout and node of schema %s: %w", schema, err)
 	}
-	if stale != "" {
-		in.Stale = strings.Split(stale, "\n")
-	}
+	in.Stale = lines(stale)
 	if d.Layout {
 		if in.Layout, err = snowflake.ParseLayout(spec); err != nil {
 			return Installed{}, fmt.Errorf("schema %s: snowflake_layout() returns %q, not a layout this sfgen reads: %w", schema, spec, err)
 		}
 	}
 	return in, nil
+}
+
+// lines splits a newline-separated list; nil for "".
+func lines(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, "\n")
 }
 
 func render(name string, data any) (string, error) {

@@ -24,7 +24,12 @@ import (
 // database.
 func open(t *testing.T) (*pgx.Conn, *sql.DB) {
 	t.Helper()
-	dsn := pgtest.DSN(t)
+	return openDSN(t, pgtest.DSN(t))
+}
+
+// openDSN is open for the database dsn.
+func openDSN(t *testing.T, dsn string) (*pgx.Conn, *sql.DB) {
+	t.Helper()
 	conn, err := pgx.Connect(t.Context(), dsn)
 	if err != nil {
 		t.Fatal(err)

@@ -247,46 +247,6 @@ const (
 	LockWait = 5 * time.Second
 )
 
-// knownFunctionNames are the names in knownFunctions, each once;
-// knownFunctionNames2 those in knownFunctions2.
-var knownFunctionNames, knownFunctionNames2 = functionNames(knownFunctions), functionNames(knownFunctions2)
-
-func functionNames(signatures []string) []string {
-	var names []string
-	for _, f := range signatures {
-		name, _, _ := strings.Cut(f, "(")
-		if !slices.Contains(names, name) {
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// knownFunctions are the signatures of every function any sfgen release
-// (or an install from before release 1) has created, with types as
-// to_regprocedure reads them under a pinned search_path.
-var knownFunctions = append(slices.Clip(knownFunctions2),
-	"snowflake_lease_take(pg_catalog.text, bigint)",
-	"snowflake_lease_renew(integer, integer, bigint, bigint)",
-	"snowflake_lease_release(integer, integer, bigint, bigint)",
-	"snowflake_lease_reserve(integer, integer, pg_catalog.text)",
-	"snowflake_lease_unreserve(integer, integer)",
-)
-
-// knownFunctions2 are the knownFunctions as release 2's files list them.
-var knownFunctions2 = []string{
-	"snowflake_layout()", "snowflake_release()",
-	"snowflake_compose(bigint, integer, integer, integer)",
-	"snowflake_decompose(bigint)", "snowflake_timestamp(bigint)",
-	"snowflake_first_id(pg_catalog.timestamptz)", "snowflake_last_id(pg_catalog.timestamptz)",
-	"snowflake_set_node(integer, integer)", "snowflake_node()", "snowflake_node_bits()",
-	"snowflake_next_id()", "snowflake_next_id_slow()", "snowflake_next_state()",
-	// Before release 1.
-	"snowflake_catch_up(boolean)",
-	"snowflake_next_id_slow(pg_catalog.regclass, pg_catalog.regclass)",
-	"snowflake_next_id_from(pg_catalog.regclass, pg_catalog.regclass)",
-}
-
 // templateData is what the templates see. Every field is derived from the
 // layout, the node numbers or the validated schema name.
 type templateData struct {
@@ -400,14 +360,14 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
 
-		KnownFunctions: knownFunctions, KnownFunctionNames: knownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
+		KnownFunctions: catalog.KnownFunctions, KnownFunctionNames: catalog.KnownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
 		LeaseFunctionNames: catalog.LeaseFunctionNames,
 		LockWaitSeconds:    int64(LockWait / time.Second),
 		LockWaitMs:         CatchUpLockWait.Milliseconds(),
 	}
 	if release == 2 {
 		// Frozen: the lists as release 2 shipped them.
-		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = knownFunctions2, knownFunctionNames2, catalog.MarkedFunctions2
+		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions2, catalog.KnownFunctionNames2, catalog.MarkedFunctions2
 	}
 	if release == 1 {
 		// Frozen: what release 1 shipped, whatever the constants say now.
