@@ -29,7 +29,7 @@ import (
 
 // VersionTable is the table, in the target schema, where sfgen's goose
 // migrations are recorded.
-const VersionTable = "sfgen_db_version"
+const VersionTable = catalog.VersionTable
 
 const (
 	// gooseLockID is the advisory lock goose holds while it migrates: the
@@ -55,7 +55,8 @@ var (
 	// ErrNewerRelease: the schema is at a release newer than this sfgen's.
 	ErrNewerRelease = errors.New("sfgen release newer than this one")
 	// ErrUntrustedSchema: the schema belongs to a role that could drop or
-	// replace sfgen's objects.
+	// replace sfgen's objects, or roles other than the installing one
+	// (and superusers) can create objects in it (catalog.ErrUntrusted).
 	ErrUntrustedSchema = errors.New("schema owned by another role")
 	// ErrLocked: another session held the install lock for LockWait.
 	ErrLocked = errors.New("another install is running")
@@ -119,6 +120,9 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.pg_advisory_unlock($1)", applyLockID)
 
+	if err := trusted(ctx, conn, schema); err != nil {
+		return nil, err
+	}
 	if err := check(ctx, conn, schema.Name(), string(preflight)); err != nil {
 		return nil, err
 	}
@@ -134,6 +138,12 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 		if _, err := conn.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema.Quoted()); err != nil {
 			return nil, fmt.Errorf("create schema %s: %w", schema, err)
 		}
+	}
+	if err := versionTable(ctx, conn, schema); err != nil {
+		if !tableExisted {
+			undo(conn, schema, !schemaExisted)
+		}
+		return nil, err
 	}
 	if !tableExisted {
 		// Installed by another route (the plain script, or goose in the
@@ -229,8 +239,23 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema c
 	return nil
 }
 
-// check runs the preflight in a transaction it rolls back, and checks the
-// version table's owner, which goose would otherwise trust.
+// trusted refuses a schema that another role could put objects in, or
+// has: sfgen's install, and every later call of its functions, would be
+// at the mercy of that role's overloads and look-alikes.
+func trusted(ctx context.Context, conn *sql.Conn, schema catalog.Schema) error {
+	_, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
+	var ue *catalog.UntrustedError
+	if !errors.As(err, &ue) {
+		return err
+	}
+	sentinel := ErrForeignObject
+	if len(ue.Foreign) == 0 {
+		sentinel = ErrUntrustedSchema
+	}
+	return &CheckError{Schema: schema.Name(), Message: ue.Error(), err: sentinel}
+}
+
+// check runs the preflight in a transaction it rolls back.
 func check(ctx context.Context, conn *sql.Conn, schema, preflight string) error {
 	tx, err := conn.BeginTx(ctx, nil)
 	if err != nil {
@@ -243,19 +268,6 @@ func check(ctx context.Context, conn *sql.Conn, schema, preflight string) error 
 			return &CheckError{Schema: schema, Message: pe.Message, err: sentinels[pe.Code]}
 		}
 		return fmt.Errorf("check schema %s: %w", schema, err)
-	}
-	var owner sql.NullString
-	err = tx.QueryRowContext(ctx, `SELECT c.relowner::pg_catalog.regrole::pg_catalog.text
-		FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2
-		AND c.relowner OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER)`,
-		schema, VersionTable).Scan(&owner)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return fmt.Errorf("check schema %s: %w", schema, err)
-	}
-	if owner.Valid {
-		return &CheckError{Schema: schema, err: ErrForeignObject,
-			Message: fmt.Sprintf("sfgen: schema %s already has table %s.%s owned by %s, which sfgen did not create as the installing role; sfgen will not trust another role's version table: drop or rename it, or install into another schema", schema, schema, VersionTable, owner.String)}
 	}
 	return nil
 }

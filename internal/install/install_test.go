@@ -416,7 +416,7 @@ var latestSquats = []squat{
 	{"the lease table", "CREATE TABLE {schema}.snowflake_lease (datacenter_id integer, machine_id integer)",
 		"table {schema}.snowflake_lease owned by {role}"},
 	{"the lease table's primary key", "CREATE TABLE {schema}.m (a integer); CREATE UNIQUE INDEX snowflake_lease_pkey ON {schema}.m (a)",
-		"relation {schema}.snowflake_lease_pkey owned by {role}"},
+		"index {schema}.snowflake_lease_pkey owned by {role}"},
 	{"a type named as the lease table", "CREATE TYPE {schema}.snowflake_lease AS ENUM ('x')",
 		"type {schema}.snowflake_lease owned by {role}"},
 	{"snowflake_lease_take", "CREATE FUNCTION {schema}.snowflake_lease_take(holder text, ttl_ms bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint'",
@@ -488,6 +488,21 @@ func TestApplyRefuses(t *testing.T) {
 			asRole(t, db, role, "CREATE TABLE "+schema+"."+VersionTable+" (id serial, version_id bigint, is_applied boolean, tstamp timestamp)")
 			return role
 		}, ErrForeignObject, "table {schema}.sfgen_db_version owned by {role}", ""},
+		{"a schema another role can create in", func(t *testing.T, db *sql.DB, schema string) string {
+			return otherRole(t, db, schema)
+		}, ErrUntrustedSchema, "role {role} can create objects in it, such as overloads of sfgen's functions; sfgen runs its functions only in a schema where no role but their owner (and superusers) can create objects: REVOKE CREATE ON SCHEMA \"{schema}\" FROM {role}", ""},
+		{"a schema every role can create in", func(t *testing.T, db *sql.DB, schema string) string {
+			db.Exec("CREATE SCHEMA " + schema + "; GRANT CREATE ON SCHEMA " + schema + " TO PUBLIC")
+			return ""
+		}, ErrUntrustedSchema, "every role (PUBLIC) can create objects in it", ""},
+		{"another role's trigger on the version table", func(t *testing.T, db *sql.DB, schema string) string {
+			if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+				t.Fatal(err)
+			}
+			db.Exec("DELETE FROM "+schema+"."+VersionTable+" WHERE version_id = $1", sqlgen.Latest) // so that there is something to apply
+			db.Exec("CREATE FUNCTION " + schema + "_trg() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NEW; END'; CREATE TRIGGER escalate BEFORE INSERT ON " + schema + "." + VersionTable + " FOR EACH ROW EXECUTE FUNCTION " + schema + "_trg()")
+			return ""
+		}, ErrForeignObject, "table {schema}.sfgen_db_version with trigger escalate, which sfgen did not make so", ""},
 		{"a schema another role owns", func(t *testing.T, db *sql.DB, schema string) string {
 			role := otherRole(t, db, schema)
 			db.Exec("ALTER SCHEMA " + schema + " OWNER TO " + role)

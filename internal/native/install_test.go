@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -52,8 +53,8 @@ func TestInstallRefuses(t *testing.T) {
 	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter})
 	installScript(t, conn, sqlgen.Options{Layout: snowflake.Discord, Schema: "discord"})
 	mustExec(t, conn, "CREATE SCHEMA empty")
-	// A schema whose guard another role owns: the C code refuses it, and
-	// Install's check call fails after the function was replaced.
+	// A schema whose guard another role owns: Install refuses it before it
+	// replaces anything, as catalog.Inspect finds it untrusted.
 	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: "alien"})
 	stranger := pgtest.Role(t, dsn, "native_stranger", "")
 	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_catch_up_guard OWNER TO "+stranger)
@@ -70,7 +71,7 @@ func TestInstallRefuses(t *testing.T) {
 		{"no sfgen", "empty", so, conn, native.ErrNotInstalled, "schema empty holds no sfgen"},
 		{"no schema", "missing", so, conn, native.ErrNotInstalled, "schema missing holds no sfgen"},
 		{"another layout", "discord", so, conn, native.ErrLayout, "epoch=1420070400000"},
-		{"objects not sfgen's", "alien", so, conn, nil, "is owned by role " + stranger},
+		{"objects not sfgen's", "alien", so, conn, catalog.ErrUntrusted, "sequence alien.snowflake_catch_up_guard owned by " + stranger},
 		{"not loadable", "public", filepath.Join(filepath.Dir(so), "missing.so"), conn, native.ErrLoad, "missing.so"},
 		{"relative path", "public", "sfgen_native.so", conn, nil, "not absolute"},
 	} {
