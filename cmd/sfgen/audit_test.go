@@ -163,10 +163,15 @@ func TestAuditUsage(t *testing.T) {
 		{[]string{"--schema", `public"; DROP TABLE public.orders; --`, "--table", "orders"}, "does not exist"},
 		{[]string{"--table", "orders", "--time-column", `created_at"; DROP TABLE public.orders; --`}, "does not exist"},
 		{[]string{"--table", strings.Repeat("x", 64)}, "64 bytes; want at most 63"},
+		{[]string{"--table", strings.Repeat("x", 100<<10)}, `invalid table name "` + strings.Repeat("x", 64) + `"…: 102400 bytes; want at most 63`},
+		{[]string{"--schema", strings.Repeat("s", 100<<10), "--table", "orders"}, `invalid schema name "` + strings.Repeat("s", 64) + `"…: 102400 bytes`},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn}, c.args...)...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "sfgen audit: ") || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.args, code, out, errOut, c.want)
+			t.Errorf("%.300q: exit %d, stdout %q, stderr %.300q; want 2 and one line with %.300q", c.args, code, out, errOut, c.want)
+		}
+		if len(errOut) > 300 {
+			t.Errorf("%.300q: %d bytes on stderr; want a short line (a long name is cut)", c.args, len(errOut))
 		}
 	}
 	var n int

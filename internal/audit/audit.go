@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,8 @@ var (
 )
 
 // A NameError reports a schema, table or column name ValidateName refuses.
+// Value is the name whole; Error quotes at most its first
+// maxQuotedNameBytes, so that a name of 100 KB is not echoed back whole.
 type NameError struct {
 	Field  string // "schema", "table", "column" or "time column"
 	Value  string
@@ -69,7 +72,25 @@ type NameError struct {
 }
 
 func (e *NameError) Error() string {
-	return fmt.Sprintf("invalid %s name %q: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("invalid %s name %s: %s", e.Field, quoteName(e.Value), e.Reason)
+}
+
+// maxQuotedNameBytes is the most of a rejected name an error quotes.
+const maxQuotedNameBytes = 64
+
+// quoteName quotes name, or, when it is longer than maxQuotedNameBytes, its
+// first bytes up to that many (cut before a character, never inside one)
+// followed by "…" outside the quotes. Whoever cuts with it says the whole
+// length: ValidateName's reason for a long name does.
+func quoteName(name string) string {
+	if len(name) <= maxQuotedNameBytes {
+		return strconv.Quote(name)
+	}
+	n := maxQuotedNameBytes
+	for n > 0 && n > maxQuotedNameBytes-utf8.UTFMax && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return strconv.Quote(name[:n]) + "…"
 }
 
 // Unwrap returns ErrInvalidName.

@@ -323,6 +323,36 @@ func TestValidateName(t *testing.T) {
 	}
 }
 
+// TestLongNameCut: a rejected name of 100 KB is quoted by its first 64
+// bytes at most, cut before a character, with "…" and its length; the
+// NameError keeps it whole.
+func TestLongNameCut(t *testing.T) {
+	for _, c := range []struct {
+		name, quoted string
+	}{
+		{strings.Repeat("x", 100<<10), `"` + strings.Repeat("x", 64) + `"…`},
+		// 62 bytes, then "ü" (2 bytes) is whole at 64; then "€" (3 bytes)
+		// from byte 63 would be cut inside, so it is left out.
+		{strings.Repeat("a", 62) + "ü" + strings.Repeat("b", 100<<10), `"` + strings.Repeat("a", 62) + `ü"…`},
+		{strings.Repeat("a", 63) + "€" + strings.Repeat("b", 100<<10), `"` + strings.Repeat("a", 63) + `"…`},
+	} {
+		err := audit.ValidateName("table", c.name)
+		want := fmt.Sprintf("invalid table name %s: %d bytes; want at most 63, PostgreSQL's identifier limit", c.quoted, len(c.name))
+		if err == nil || err.Error() != want {
+			t.Errorf("a %d-byte name: %.200v; want %s", len(c.name), err, want)
+		}
+		var ne *audit.NameError
+		if !errors.As(err, &ne) || ne.Value != c.name {
+			t.Errorf("a %d-byte name: the NameError does not keep it whole", len(c.name))
+		}
+	}
+	// Up to 64 bytes a name is quoted whole.
+	n64 := strings.Repeat("y", 64)
+	if err := audit.ValidateName("column", n64); err == nil || err.Error() != `invalid column name "`+n64+`": 64 bytes; want at most 63, PostgreSQL's identifier limit` {
+		t.Errorf("a 64-byte name: %v", err)
+	}
+}
+
 // TestFutureCutoffClamped: in a layout whose epoch is after now every ID is
 // future; in one whose latest time is long past none is (the cut-off's
 // offset is clamped to the layout's, not shifted past the bigint).
