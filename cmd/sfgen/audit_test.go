@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -132,6 +133,51 @@ func TestAuditClean(t *testing.T) {
 		if code != c.code {
 			t.Errorf("--future-tolerance %s: exit %d; want %d:\n%s", c.tol, code, c.code, out)
 		}
+	}
+}
+
+// TestAuditEmptyTable: an empty table is clean, and its report dates
+// "future" from the database's now(), in text and in JSON, not from
+// 1970-01-01.
+func TestAuditEmptyTable(t *testing.T) {
+	dsn, db := auditDB(t, snowflake.Twitter)
+	dbNow := func() time.Time {
+		var ms int64
+		if err := db.QueryRow("SELECT floor(date_part('epoch', now()) * 1000)::int8").Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms).UTC()
+	}
+	// With a time column the query has a row for the whole table even
+	// when it is empty; without one it has none.
+	for _, extra := range [][]string{nil, {"--time-column", "created_at"}} {
+		before := dbNow()
+		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn, "--table", "orders"}, extra...)...)
+		after := dbNow()
+		m := regexp.MustCompile(`(?m)^future    0 \(dated after (\S+): the database's now\(\) (\S+) plus 1m0s\)$`).FindStringSubmatch(out)
+		if code != exitOK || errOut != "" || m == nil || !strings.Contains(out, "rows      0 (0 NULL)\n") || !strings.Contains(out, "OK: no future or invalid IDs\n") {
+			t.Fatalf("empty table %q: exit %d, stderr %q:\n%s", extra, code, errOut, out)
+		}
+		now, err := time.Parse(time.RFC3339, m[2])
+		if err != nil || now.Before(before) || now.After(after) || m[1] != fmtTime(now.Add(time.Minute)) {
+			t.Errorf("empty table %q: now %s, future after %s; want the database's now(), from %s to %s, and a minute later", extra, m[2], m[1], fmtTime(before), fmtTime(after))
+		}
+	}
+
+	before := dbNow()
+	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--json")
+	after := dbNow()
+	var r struct {
+		Rows        int64
+		Now         time.Time `json:"now"`
+		FutureAfter time.Time `json:"future_after"`
+		Clean       bool
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || errOut != "" {
+		t.Fatalf("--json: exit %d, stderr %q, %v:\n%s", code, errOut, err, out)
+	}
+	if r.Rows != 0 || !r.Clean || r.Now.Before(before) || r.Now.After(after) || !r.FutureAfter.Equal(r.Now.Add(time.Minute)) {
+		t.Errorf("--json of an empty table: %+v; want now from %s to %s", r, fmtTime(before), fmtTime(after))
 	}
 }
 

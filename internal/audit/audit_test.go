@@ -143,6 +143,46 @@ func TestCleanAndEmpty(t *testing.T) {
 	}
 }
 
+// TestEmptyTableNow: the report of an empty table has the database's
+// now(), not 1970-01-01 (without a time column the query has no row to
+// read it from), in one statement, with a time column and in chunks.
+func TestEmptyTableNow(t *testing.T) {
+	db := open(t)
+	exec(t, db, "CREATE TABLE public.ids (id bigint, at timestamptz)")
+	dbNow := func() time.Time {
+		var ms int64
+		if err := db.QueryRow("SELECT floor(date_part('epoch', now()) * 1000)::int8").Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms).UTC()
+	}
+	for _, c := range []struct {
+		name      string
+		o         audit.Options
+		minChunks int64
+	}{
+		{"one statement", audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 1}, 1024},
+		{"time column", audit.Options{Table: "ids", TimeColumn: "at", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 1}, 1024},
+		{"chunks", audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 4}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer audit.SetMinChunkPages(c.minChunks)()
+			before := dbNow()
+			r, err := audit.Run(context.Background(), db, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := dbNow()
+			if r.Rows != 0 || r.Now.Before(before) || r.Now.After(after) {
+				t.Errorf("empty table: rows %d, now %v; want 0 and the database's now(), from %v to %v", r.Rows, r.Now, before, after)
+			}
+			if want := r.Now.Add(time.Minute); !r.FutureAfter.Equal(want) {
+				t.Errorf("future after %v; want now + 1m, %v", r.FutureAfter, want)
+			}
+		})
+	}
+}
+
 // TestSkew compares ID times with a time column: |skew| 0, 500, 2000 and
 // 3000 ms (the last one negative), a NULL time, a negative ID. Each value
 // is alone in its bucket, so the percentiles are percentile_disc's exactly.
