@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -135,6 +136,51 @@ func TestAuditClean(t *testing.T) {
 	}
 }
 
+// TestAuditEmptyTable: an empty table is clean, and its report dates
+// "future" from the database's now(), in text and in JSON, not from
+// 1970-01-01.
+func TestAuditEmptyTable(t *testing.T) {
+	dsn, db := auditDB(t, snowflake.Twitter)
+	dbNow := func() time.Time {
+		var ms int64
+		if err := db.QueryRow("SELECT floor(date_part('epoch', now()) * 1000)::int8").Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms).UTC()
+	}
+	// With a time column the query has a row for the whole table even
+	// when it is empty; without one it has none.
+	for _, extra := range [][]string{nil, {"--time-column", "created_at"}} {
+		before := dbNow()
+		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn, "--table", "orders"}, extra...)...)
+		after := dbNow()
+		m := regexp.MustCompile(`(?m)^future    0 \(dated after (\S+): the database's now\(\) (\S+) plus 1m0s\)$`).FindStringSubmatch(out)
+		if code != exitOK || errOut != "" || m == nil || !strings.Contains(out, "rows      0 (0 NULL)\n") || !strings.Contains(out, "OK: no future or invalid IDs\n") {
+			t.Fatalf("empty table %q: exit %d, stderr %q:\n%s", extra, code, errOut, out)
+		}
+		now, err := time.Parse(time.RFC3339, m[2])
+		if err != nil || now.Before(before) || now.After(after) || m[1] != fmtTime(now.Add(time.Minute)) {
+			t.Errorf("empty table %q: now %s, future after %s; want the database's now(), from %s to %s, and a minute later", extra, m[2], m[1], fmtTime(before), fmtTime(after))
+		}
+	}
+
+	before := dbNow()
+	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--json")
+	after := dbNow()
+	var r struct {
+		Rows        int64
+		Now         time.Time `json:"now"`
+		FutureAfter time.Time `json:"future_after"`
+		Clean       bool
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || errOut != "" {
+		t.Fatalf("--json: exit %d, stderr %q, %v:\n%s", code, errOut, err, out)
+	}
+	if r.Rows != 0 || !r.Clean || r.Now.Before(before) || r.Now.After(after) || !r.FutureAfter.Equal(r.Now.Add(time.Minute)) {
+		t.Errorf("--json of an empty table: %+v; want now from %s to %s", r, fmtTime(before), fmtTime(after))
+	}
+}
+
 // TestAuditUsage: bad usage, a missing table or column, a column of
 // another type and injection attempts are one line on stderr and exit 2,
 // and the table attacked is still there.
@@ -163,10 +209,15 @@ func TestAuditUsage(t *testing.T) {
 		{[]string{"--schema", `public"; DROP TABLE public.orders; --`, "--table", "orders"}, "does not exist"},
 		{[]string{"--table", "orders", "--time-column", `created_at"; DROP TABLE public.orders; --`}, "does not exist"},
 		{[]string{"--table", strings.Repeat("x", 64)}, "64 bytes; want at most 63"},
+		{[]string{"--table", strings.Repeat("x", 100<<10)}, `invalid table name "` + strings.Repeat("x", 64) + `"…: 102400 bytes; want at most 63`},
+		{[]string{"--schema", strings.Repeat("s", 100<<10), "--table", "orders"}, `invalid schema name "` + strings.Repeat("s", 64) + `"…: 102400 bytes`},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn}, c.args...)...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "sfgen audit: ") || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
-			t.Errorf("%q: exit %d, stdout %q, stderr %q; want 2 and one line with %q", c.args, code, out, errOut, c.want)
+			t.Errorf("%.300q: exit %d, stdout %q, stderr %.300q; want 2 and one line with %.300q", c.args, code, out, errOut, c.want)
+		}
+		if len(errOut) > 300 {
+			t.Errorf("%.300q: %d bytes on stderr; want a short line (a long name is cut)", c.args, len(errOut))
 		}
 	}
 	var n int

@@ -325,12 +325,46 @@ func TestServeUsage(t *testing.T) {
 		{[]string{"--layout", "discrod"}, exitUsage, "sfgen serve: --layout: invalid layout \"discrod\": spec: not a preset name or a spec; want a preset (twitter, discord) or a spec such as \"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12\"\n"},
 		{[]string{"extra"}, exitUsage, "sfgen serve: unexpected argument \"extra\"; serve takes only flags\n"},
 		{[]string{"--port", "1"}, exitUsage, "sfgen serve: unknown flag --port; see 'sfgen serve --help'\n"},
+		{[]string{"--allow-host", "http://sfgen.example.com/"}, exitUsage, `sfgen serve: --allow-host "http://sfgen.example.com/": a URL or a path, not a host; want a host name, an IPv4 address or an IPv6 address in brackets, with or without :PORT, such as sfgen.example.com, sfgen.example.com:8443 or [2001:db8::1]` + "\n"},
+		{[]string{"--allow-host", "ok.example", "--allow-host", "bad..example"}, exitUsage, `sfgen serve: --allow-host "bad..example": an empty label (two dots, or a dot at an end); want a host name, an IPv4 address or an IPv6 address in brackets, with or without :PORT, such as sfgen.example.com, sfgen.example.com:8443 or [2001:db8::1]` + "\n"},
+		{[]string{"--allow-host", "x.example:0"}, exitUsage, `sfgen serve: --allow-host "x.example:0": port "0" is not a number from 1 to 65535; want a host name, an IPv4 address or an IPv6 address in brackets, with or without :PORT, such as sfgen.example.com, sfgen.example.com:8443 or [2001:db8::1]` + "\n"},
 		{[]string{"--addr", busyAddr}, exitFail, "sfgen serve: listen tcp " + busyAddr + ": bind: address already in use\n"},
 	} {
 		var stdout, stderr strings.Builder
 		code := runServe(context.Background(), tc.args, &stdout, &stderr)
 		if code != tc.code || stderr.String() != tc.msg || stdout.String() != "" {
 			t.Errorf("sfgen serve %q: exit %d, stdout %q, stderr %q; want %d, %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.msg)
+		}
+	}
+}
+
+// TestServeCommandHosts: sfgen serve answers its own address, the
+// loopback names and the --allow-host names, and gives any other Host 421
+// with a line that names it and --allow-host.
+func TestServeCommandHosts(t *testing.T) {
+	u, _, _ := startServe(t, "--allow-host", "sfgen.example.com", "--allow-host", "proxy.example:8443")
+	pu, _ := url.Parse(u)
+	for _, c := range []struct {
+		host   string
+		status int
+	}{
+		{pu.Host, 200}, {"localhost", 200}, {"LocalHost:" + pu.Port(), 200}, {"[::1]:" + pu.Port(), 200},
+		{"sfgen.example.com", 200}, {"SFGEN.EXAMPLE.COM:443", 200}, {"proxy.example:8443", 200},
+		{"evil.example", 421}, {"evil.example:" + pu.Port(), 421}, {"proxy.example", 421}, {"localhost.evil.example", 421}, {"evil-localhost", 421},
+	} {
+		req, _ := http.NewRequest("GET", u+"api/decompose?id=1", nil)
+		req.Host = c.host
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != c.status {
+			t.Errorf("Host %s: %d %s; want %d", c.host, res.StatusCode, b, c.status)
+		}
+		if c.status == 421 && !strings.Contains(string(b), "refused Host \""+c.host+"\"") || c.status == 421 && !strings.Contains(string(b), "--allow-host") {
+			t.Errorf("Host %s: %s; want a line that names the Host and --allow-host", c.host, b)
 		}
 	}
 }

@@ -31,6 +31,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,8 @@ var (
 )
 
 // A NameError reports a schema, table or column name ValidateName refuses.
+// Value is the name whole; Error quotes at most its first
+// maxQuotedNameBytes, so that a name of 100 KB is not echoed back whole.
 type NameError struct {
 	Field  string // "schema", "table", "column" or "time column"
 	Value  string
@@ -69,7 +72,25 @@ type NameError struct {
 }
 
 func (e *NameError) Error() string {
-	return fmt.Sprintf("invalid %s name %q: %s", e.Field, e.Value, e.Reason)
+	return fmt.Sprintf("invalid %s name %s: %s", e.Field, quoteName(e.Value), e.Reason)
+}
+
+// maxQuotedNameBytes is the most of a rejected name an error quotes.
+const maxQuotedNameBytes = 64
+
+// quoteName quotes name, or, when it is longer than maxQuotedNameBytes, its
+// first bytes up to that many (cut before a character, never inside one)
+// followed by "…" outside the quotes. Whoever cuts with it says the whole
+// length: ValidateName's reason for a long name does.
+func quoteName(name string) string {
+	if len(name) <= maxQuotedNameBytes {
+		return strconv.Quote(name)
+	}
+	n := maxQuotedNameBytes
+	for n > 0 && n > maxQuotedNameBytes-utf8.UTFMax && !utf8.RuneStart(name[n]) {
+		n--
+	}
+	return strconv.Quote(name[:n]) + "…"
 }
 
 // Unwrap returns ErrInvalidName.
@@ -302,7 +323,7 @@ func buildQuery(o Options, chunk bool) string {
 	lowMask := int64(1)<<tsShift - 1
 	timed := o.TimeColumn != ""
 
-	nowMs := "(SELECT pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now())" + op("*") + "1000::pg_catalog.float8)::pg_catalog.int8)"
+	nowMs := "(" + nowMsSQL + ")"
 	where := ""
 	if chunk {
 		nowMs = "$2::pg_catalog.int8"
@@ -372,7 +393,9 @@ func buildQuery(o Options, chunk bool) string {
 	// with the bucket) is the one reported.
 	c := "SELECT h.*,\n  pg_catalog.sum(h.sn) OVER (PARTITION BY h.node ORDER BY h.g) AS cn, pg_catalog.sum(h.sn) OVER (PARTITION BY h.node) AS tn,\n" +
 		"  pg_catalog.sum(h.sn) OVER (ORDER BY h.g) AS ca, pg_catalog.sum(h.sn) OVER () AS ta,\n  pg_catalog.max(h.amax) OVER (PARTITION BY h.g) AS bmax\nFROM h"
-	sum := func(col string) string { return "pg_catalog.sum(c." + col + ")::pg_catalog.int8" }
+	// COALESCE: over an empty table the last row (the whole table's)
+	// has no rows to add up, and sum() would be NULL.
+	sum := func(col string) string { return "COALESCE(pg_catalog.sum(c." + col + "), 0)::pg_catalog.int8" }
 	final := func(node, g, cum, tot, max string) string {
 		pct := func(q string) string {
 			return fmt.Sprintf("pg_catalog.min(c.%s) FILTER (WHERE c.%s%s(%s::pg_catalog.numeric%sc.%s))", max, cum, op(">="), q, op("*"), tot)
@@ -382,6 +405,11 @@ func buildQuery(o Options, chunk bool) string {
 	}
 	return "WITH h AS MATERIALIZED (\n" + h + "\n),\nc AS (\n" + c + "\n)\n" + final("c.node", "0", "cn", "tn", "amax") + "\nGROUP BY c.node\nUNION ALL\n" + final("NULL::pg_catalog.int8", "1", "ca", "ta", "bmax")
 }
+
+// nowMsSQL reads the database's now() in Unix milliseconds. now() is the
+// transaction's start, so every statement of Run's transaction reads the
+// same value.
+const nowMsSQL = "SELECT pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now()) OPERATOR(pg_catalog.*) 1000::pg_catalog.float8)::pg_catalog.int8"
 
 // HistogramBucketsPerE is how many buckets of the absolute skew Query
 // makes per factor e: its percentiles are within 1/HistogramBucketsPerE
@@ -472,8 +500,7 @@ func (o Options) workers() int {
 func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int64) (*Report, error) {
 	var snapshot string
 	var nowMs int64
-	if err := tx.QueryRowContext(ctx, `SELECT pg_catalog.pg_export_snapshot(),
-		pg_catalog.floor(pg_catalog.date_part('epoch'::pg_catalog.text, pg_catalog.now()) OPERATOR(pg_catalog.*) 1000::pg_catalog.float8)::pg_catalog.int8`).Scan(&snapshot, &nowMs); err != nil {
+	if err := tx.QueryRowContext(ctx, "SELECT pg_catalog.pg_export_snapshot(), ("+nowMsSQL+")").Scan(&snapshot, &nowMs); err != nil {
 		return nil, err
 	}
 	n := int64(o.workers())
@@ -511,7 +538,7 @@ func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return build(o, finals(hists, o.TimeColumn != "")), nil
+	return build(o, finals(hists, o.TimeColumn != ""), nowMs), nil
 }
 
 // inImported runs read on a connection of db's own, in a read-only
@@ -560,7 +587,16 @@ func scan(ctx context.Context, tx *sql.Tx, o Options, query string, args ...any)
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	return build(o, fs), nil
+	// Every row has the now() of the query; without a time column an
+	// empty table has no row, and the now() is read on its own, in the
+	// same transaction (so the same value).
+	var nowMs int64
+	if len(fs) > 0 {
+		nowMs = fs[0].nowMs
+	} else if err := tx.QueryRowContext(ctx, nowMsSQL).Scan(&nowMs); err != nil {
+		return nil, err
+	}
+	return build(o, fs, nowMs), nil
 }
 
 // A final is one row of Query's result: a node's (g 0; node NULL for the
@@ -574,16 +610,15 @@ type final struct {
 	beyond, nullTimes          int64
 }
 
-// build makes the report of Query's rows.
-func build(o Options, fs []final) *Report {
+// build makes the report of Query's rows, fs, read at the database's
+// now(), nowMs (fs may be empty: an empty table).
+func build(o Options, fs []final, nowMs int64) *Report {
 	l := o.Layout
 	r := &Report{Schema: o.Schema, Table: o.Table, Column: o.Column, Layout: l.String(),
 		FutureToleranceMs: o.FutureTolerance.Milliseconds(), Nodes: []Node{}}
 	mBits := l.Bits(snowflake.FieldMachine)
 	var minID, maxID sql.Null[int64]
-	var nowMs int64
 	for _, f := range fs {
-		nowMs = f.nowMs
 		var skew *Skew
 		if o.TimeColumn != "" {
 			skew = &Skew{ThresholdMs: o.SkewThreshold.Milliseconds(), P50AbsMs: f.p50.V, P99AbsMs: f.p99.V,

@@ -143,6 +143,46 @@ func TestCleanAndEmpty(t *testing.T) {
 	}
 }
 
+// TestEmptyTableNow: the report of an empty table has the database's
+// now(), not 1970-01-01 (without a time column the query has no row to
+// read it from), in one statement, with a time column and in chunks.
+func TestEmptyTableNow(t *testing.T) {
+	db := open(t)
+	exec(t, db, "CREATE TABLE public.ids (id bigint, at timestamptz)")
+	dbNow := func() time.Time {
+		var ms int64
+		if err := db.QueryRow("SELECT floor(date_part('epoch', now()) * 1000)::int8").Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return time.UnixMilli(ms).UTC()
+	}
+	for _, c := range []struct {
+		name      string
+		o         audit.Options
+		minChunks int64
+	}{
+		{"one statement", audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 1}, 1024},
+		{"time column", audit.Options{Table: "ids", TimeColumn: "at", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 1}, 1024},
+		{"chunks", audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 4}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			defer audit.SetMinChunkPages(c.minChunks)()
+			before := dbNow()
+			r, err := audit.Run(context.Background(), db, c.o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			after := dbNow()
+			if r.Rows != 0 || r.Now.Before(before) || r.Now.After(after) {
+				t.Errorf("empty table: rows %d, now %v; want 0 and the database's now(), from %v to %v", r.Rows, r.Now, before, after)
+			}
+			if want := r.Now.Add(time.Minute); !r.FutureAfter.Equal(want) {
+				t.Errorf("future after %v; want now + 1m, %v", r.FutureAfter, want)
+			}
+		})
+	}
+}
+
 // TestSkew compares ID times with a time column: |skew| 0, 500, 2000 and
 // 3000 ms (the last one negative), a NULL time, a negative ID. Each value
 // is alone in its bucket, so the percentiles are percentile_disc's exactly.
@@ -320,6 +360,36 @@ func TestValidateName(t *testing.T) {
 		if err != nil && (!errors.As(err, &ne) || ne.Field != "table" || ne.Value != c.name) {
 			t.Errorf("%q: %#v", c.name, err)
 		}
+	}
+}
+
+// TestLongNameCut: a rejected name of 100 KB is quoted by its first 64
+// bytes at most, cut before a character, with "…" and its length; the
+// NameError keeps it whole.
+func TestLongNameCut(t *testing.T) {
+	for _, c := range []struct {
+		name, quoted string
+	}{
+		{strings.Repeat("x", 100<<10), `"` + strings.Repeat("x", 64) + `"…`},
+		// 62 bytes, then "ü" (2 bytes) is whole at 64; then "€" (3 bytes)
+		// from byte 63 would be cut inside, so it is left out.
+		{strings.Repeat("a", 62) + "ü" + strings.Repeat("b", 100<<10), `"` + strings.Repeat("a", 62) + `ü"…`},
+		{strings.Repeat("a", 63) + "€" + strings.Repeat("b", 100<<10), `"` + strings.Repeat("a", 63) + `"…`},
+	} {
+		err := audit.ValidateName("table", c.name)
+		want := fmt.Sprintf("invalid table name %s: %d bytes; want at most 63, PostgreSQL's identifier limit", c.quoted, len(c.name))
+		if err == nil || err.Error() != want {
+			t.Errorf("a %d-byte name: %.200v; want %s", len(c.name), err, want)
+		}
+		var ne *audit.NameError
+		if !errors.As(err, &ne) || ne.Value != c.name {
+			t.Errorf("a %d-byte name: the NameError does not keep it whole", len(c.name))
+		}
+	}
+	// Up to 64 bytes a name is quoted whole.
+	n64 := strings.Repeat("y", 64)
+	if err := audit.ValidateName("column", n64); err == nil || err.Error() != `invalid column name "`+n64+`": 64 bytes; want at most 63, PostgreSQL's identifier limit` {
+		t.Errorf("a 64-byte name: %v", err)
 	}
 }
 

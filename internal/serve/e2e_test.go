@@ -344,7 +344,15 @@ const segmentsJS = `[...document.querySelectorAll("[data-segment]")].map(li =>
 
 func TestPageInChromium(t *testing.T) {
 	b := startBrowser(t)
-	srv := httptest.NewServer(Handler(Options{Layout: snowflake.Twitter}))
+	// Behind the Host check, as Serve runs it: the browser's Host is the
+	// server's own address.
+	srv := httptest.NewUnstartedServer(nil)
+	hosts, err := NewHosts(srv.Listener.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Config.Handler = hosts.Handler(Handler(Options{Layout: snowflake.Twitter}))
+	srv.Start()
 	defer srv.Close()
 	worked := strconv.Quote(strings.Join([]string{
 		"sign 0 0",

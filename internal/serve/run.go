@@ -27,13 +27,19 @@ const (
 
 // Serve serves h on ln until ctx is cancelled, then shuts down gracefully:
 // it stops accepting connections and waits up to ShutdownTimeout for the
-// requests under way. Each request is logged on logw, one line each; so are
-// the server's own errors. It returns nil after a shutdown, else the error
-// that stopped the server.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, logw io.Writer) error {
+// requests under way. It answers only the requests whose Host names ln's
+// address, a loopback name or one of allowHosts (see Hosts); the others
+// get 421. Each request is logged on logw, one line each; so are the
+// server's own errors. It returns nil after a shutdown, else the error
+// that stopped the server (or a malformed name in allowHosts).
+func Serve(ctx context.Context, ln net.Listener, h http.Handler, logw io.Writer, allowHosts ...string) error {
+	hosts, err := NewHosts(ln.Addr(), allowHosts)
+	if err != nil {
+		return err
+	}
 	logger := log.New(&lockedWriter{w: logw}, "", 0)
 	srv := &http.Server{
-		Handler:           AccessLog(h, logger),
+		Handler:           AccessLog(hosts.Handler(h), logger),
 		ReadHeaderTimeout: ReadHeaderTimeout,
 		ReadTimeout:       ReadTimeout,
 		WriteTimeout:      WriteTimeout,
@@ -51,7 +57,7 @@ func Serve(ctx context.Context, ln net.Listener, h http.Handler, logw io.Writer)
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), ShutdownTimeout)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	err = srv.Shutdown(sctx)
 	if serr := <-errc; !errors.Is(serr, http.ErrServerClosed) && err == nil {
 		err = serr
 	}
@@ -147,8 +153,13 @@ func IsLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// URL returns the URL of the page served on addr, a listener's address.
+// URL returns the URL of the page served on addr, a listener's address;
+// on a wildcard address (0.0.0.0, ::), which is no address to browse to,
+// the URL on this machine: 127.0.0.1 and the port.
 func URL(addr net.Addr) string {
+	if ta, ok := addr.(*net.TCPAddr); ok && ta.IP.IsUnspecified() {
+		return fmt.Sprintf("http://127.0.0.1:%d/", ta.Port)
+	}
 	return fmt.Sprintf("http://%s/", addr)
 }
 
