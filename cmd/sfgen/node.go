@@ -167,7 +167,7 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		return exitOK
 	}
 	dc, m := node.over(oldDC, oldM)
-	if _, err := tx.ExecContext(ctx, "SELECT "+in.Schema.Quoted()+".snowflake_set_node($1, $2)", dc, m); err != nil {
+	if _, err := tx.ExecContext(ctx, "SELECT "+in.Schema.Quoted()+".snowflake_set_node($1::integer, $2::integer)", dc, m); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege
 			return c.fail("permission denied: %s; connect as the role that owns sfgen's functions", pe.Message)

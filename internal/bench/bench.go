@@ -415,7 +415,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	}
 	defer pool.Close()
 
-	schema := pgident.Quote(cfg.Schema)
+	target, err := catalog.ParseSchema(cfg.Schema)
+	if err != nil {
+		return nil, err
+	}
+	schema := target.Quoted()
 	res := &Result{
 		Clients: cfg.Clients, Rounds: cfg.Rounds,
 		RoundSeconds:      (cfg.Duration / time.Duration(cfg.Rounds)).Seconds(),
@@ -423,10 +427,18 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		Bigserial:         Variant{Name: "bigserial", SeqWALPerID: -1},
 		Snowflake:         Variant{Name: "snowflake_next_id", SeqWALPerID: -1},
 	}
-	err = pool.QueryRow(ctx, `SELECT pg_catalog.current_setting('server_version'), n.datacenter_id, n.machine_id
-		FROM `+schema+`.snowflake_node() n`).Scan(&res.ServerVersion, &res.Node[0], &res.Node[1])
+	// The schema as Inspect reads it, trusted (or refused) before any of
+	// its functions is called.
+	in, err := catalog.Inspect(ctx, catalog.PGX(pool), target)
 	if err != nil {
-		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first): %w", cfg.Schema, err)
+		return nil, err
+	}
+	if in.Node.State != catalog.NodeSet || !in.Has(catalog.FuncNextID) {
+		return nil, fmt.Errorf("snowflake_next_id() is not usable in schema %s (install it first, with a node): %s", cfg.Schema, in.Node)
+	}
+	res.Node = [2]int{int(in.Node.Datacenter), int(in.Node.Machine)}
+	if err := pool.QueryRow(ctx, "SELECT pg_catalog.current_setting('server_version')").Scan(&res.ServerVersion); err != nil {
+		return nil, err
 	}
 
 	if cfg.Native {

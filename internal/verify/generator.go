@@ -178,7 +178,7 @@ func drawIDs(ctx context.Context, pool *pgxpool.Pool, schema string, conns, perC
 		g.Go(func() error {
 			return pool.AcquireFunc(gctx, func(conn *pgxpool.Conn) error {
 				for n := 0; n < perConn; n += batch {
-					rows, _ := conn.Query(gctx, "SELECT "+schema+".snowflake_next_id() FROM pg_catalog.generate_series(1, $1)", min(batch, perConn-n))
+					rows, _ := conn.Query(gctx, "SELECT "+schema+".snowflake_next_id() FROM pg_catalog.generate_series(1, $1::integer)", min(batch, perConn-n))
 					ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 					if err != nil {
 						return fmt.Errorf("snowflake_next_id: %w", err)
