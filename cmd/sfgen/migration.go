@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/migrationdir"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -92,7 +93,7 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if !ok {
 		return code
 	}
-	if want != generatorNative && *optional {
+	if want != install.Native && *optional {
 		return c.usageError("--native-optional goes with --native")
 	}
 	found, err := migrationdir.Find(*dir)
@@ -108,7 +109,7 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	}
 	var at dirState
 	if len(found) == 0 {
-		if want == generatorSQL {
+		if want == install.SQL {
 			return c.usageError("--native=false: %s has no sfgen migrations, so nothing switches snowflake_next_id() to the native generator", *dir)
 		}
 		o := sf.options()
@@ -235,17 +236,17 @@ func (c *cli) writeUpgrades(w *migrationWriter, found []migrationdir.Found, sf s
 // asked for: the native one with --native, the SQL one with
 // --native=false, and without either the one it had, when an upgrade just
 // written puts the SQL one back in place of the native one.
-func (c *cli) writeGenerator(w *migrationWriter, at dirState, want generatorChoice, buildDir string, optional bool) int {
+func (c *cli) writeGenerator(w *migrationWriter, at dirState, want install.Choice, buildDir string, optional bool) int {
 	o := native.MigrationOptions{Schema: at.schema, Layout: at.layout, Release: at.release, Library: at.library, Optional: at.optional}
 	switch {
-	case want == generatorNative:
-		o.Library = filepath.Join(nativeDir(buildDir, at.layout.String()), native.Library)
+	case want == install.Native:
+		o.Library = filepath.Join(install.NativeDir(buildDir, at.layout.String()), native.Library)
 		o.Optional = optional
 		if at.generator == "native" && !at.upgraded && at.library == o.Library && at.optional == optional {
 			fmt.Fprintf(c.stderr, "sfgen migration: up to date: %s already switches snowflake_next_id() to the native generator in %s; nothing written\n", w.dir, o.Library)
 			return exitOK
 		}
-	case want == generatorSQL:
+	case want == install.SQL:
 		if at.generator != "native" || at.upgraded {
 			fmt.Fprintf(c.stderr, "sfgen migration: up to date: %s leaves snowflake_next_id() the SQL generator; nothing written\n", w.dir)
 			return exitOK
@@ -261,7 +262,7 @@ func (c *cli) writeGenerator(w *migrationWriter, at dirState, want generatorChoi
 	}
 	var content []byte
 	suffix := migrationdir.NativeSuffix
-	if want == generatorSQL {
+	if want == install.SQL {
 		content, err = native.SQLGeneratorFile(o, gen)
 		suffix = migrationdir.SQLGeneratorSuffix
 	} else {

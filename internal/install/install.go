@@ -8,6 +8,11 @@
 // another role owns, an install of another layout and one of a newer
 // release. Concurrent calls take turns; a failed first install leaves the
 // database as it was.
+//
+// Run is the whole of `sfgen install` around Apply: the generator switch
+// (the native generator built, loaded and installed, or the SQL one put
+// back), planned and checked before Apply changes anything and carried
+// out after it, and the check that an install keeps a schema's node.
 package install
 
 import (
