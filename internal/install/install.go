@@ -13,6 +13,13 @@
 // (the native generator built, loaded and installed, or the SQL one put
 // back), planned and checked before Apply changes anything and carried
 // out after it, and the check that an install keeps a schema's node.
+//
+// PlanMigrations is the same install written as goose migrations into an
+// application's directory (`sfgen migration`): from the sfgen migrations
+// already there it plans the first install or the upgrades the directory
+// lacks, then the native switch (or the switch back) asked for, as files
+// and notes in order; a MigrationWriter writes them, whole and a version
+// apart.
 package install
 
 import (
