@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/native"
 )
 
@@ -56,9 +57,9 @@ func runBuildNative(ctx context.Context, args []string, stdout, stderr io.Writer
 	if *pgConfig != "" {
 		opts = append(opts, native.WithPGConfig(*pgConfig))
 	}
-	lib, err := native.Build(ctx, nativeDir(*dir, lf.layout.String()), lf.layout, opts...)
+	lib, err := native.Build(ctx, install.NativeDir(*dir, lf.layout.String()), lf.layout, opts...)
 	if err != nil {
-		return c.fail("the native generator was not built: %s: %v", buildFailure(err), err)
+		return c.fail("the native generator was not built: %s: %v", install.BuildFailure(err), err)
 	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)

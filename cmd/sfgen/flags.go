@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -298,6 +299,21 @@ func (n nodeFlags) over(datacenter, machine int64) (int64, int64) {
 		machine = n.machine.Int64()
 	}
 	return datacenter, machine
+}
+
+// asked returns the node the flags ask for, as install.Run takes it: a
+// field not given is nil.
+func (n nodeFlags) asked() *install.Node {
+	var node install.Node
+	if n.datacenter.set {
+		node.Datacenter = new(int64)
+		*node.Datacenter = n.datacenter.Int64()
+	}
+	if n.machine.set {
+		node.Machine = new(int64)
+		*node.Machine = n.machine.Int64()
+	}
+	return &node
 }
 
 // A layoutFlag is --layout: the ID layout, a preset's name or a spec as

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"io"
 
-	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
 )
 
@@ -86,66 +85,62 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	defer db.Close()
-	gen, code, ok := c.prepareGenerator(ctx, dsn, o, want, *nativeDir)
-	if !ok {
-		return code
-	}
-	defer gen.close()
-	if sf.node.given() {
-		if code, ok := c.nodeKept(ctx, db, dsn, o.Schema, sf.node); !ok {
-			return code
-		}
-	}
-	res, err := install.Apply(ctx, db, o)
-	if errors.Is(err, install.ErrLayoutMismatch) {
-		in, ierr := inspect(ctx, db, o.Schema)
-		if ierr == nil && !in.Layout.IsZero() {
-			return c.fail("schema %s holds sfgen for layout %s, not --layout %s; give --layout %q for this schema, or install into another one",
-				o.Schema, describeLayout(in.Layout), describeLayout(o.Layout), layoutArg(in.Layout))
-		}
-	}
+	conn, err := connect.Connect(ctx, dsn)
 	if err != nil {
-		return c.fail("%s", redactErr(err, dsn))
+		return c.connectError(err)
 	}
-	if len(res.Applied) == 0 {
-		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen release %d\n", res.Schema, res.Version)
+	defer conn.Close(context.Background())
+	opts := install.Options{SQL: o, Generator: want, NativeDir: *nativeDir}
+	if sf.node.given() {
+		opts.Node = sf.node.asked()
+	}
+	rep, err := install.Run(ctx, db, conn, opts)
+	if rep == nil {
+		if errors.Is(err, install.ErrLayoutMismatch) {
+			in, ierr := inspect(ctx, db, o.Schema)
+			if ierr == nil && !in.Layout.IsZero() {
+				return c.fail("schema %s holds sfgen for layout %s, not --layout %s; give --layout %q for this schema, or install into another one",
+					o.Schema, describeLayout(in.Layout), describeLayout(o.Layout), layoutArg(in.Layout))
+			}
+		}
+		return c.installError(err, dsn)
+	}
+	if len(rep.Applied) == 0 {
+		fmt.Fprintf(stdout, "nothing to apply: schema %s is at sfgen release %d\n", rep.Schema, rep.Version)
 	} else {
-		for _, name := range res.Applied {
+		for _, name := range rep.Applied {
 			fmt.Fprintf(stdout, "applied %s\n", name)
 		}
-		fmt.Fprintf(stdout, "schema %s is at sfgen release %d\n", res.Schema, res.Version)
+		fmt.Fprintf(stdout, "schema %s is at sfgen release %d\n", rep.Schema, rep.Version)
 	}
-	c.sayNode(ctx, db, res.Schema)
-	return c.finishGenerator(ctx, gen, res.Schema, dsn)
-}
-
-// sayNode warns on stderr when schema has no node after an install, and
-// says how to set one.
-func (c *cli) sayNode(ctx context.Context, db *sql.DB, schema string) {
-	if in, err := inspect(ctx, db, schema); err == nil && in.Node.State == catalog.NodeUnset {
-		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", schema)
+	if rep.NodeUnset {
+		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", rep.Schema)
 	}
-}
-
-// nodeKept checks, before an install into a schema that already has sfgen,
-// that the node flags ask for the node it has: install keeps a schema's
-// node, so any other is refused (exit 2) rather than silently not applied.
-// A schema without sfgen passes.
-func (c *cli) nodeKept(ctx context.Context, db *sql.DB, dsn, schema string, node nodeFlags) (code int, ok bool) {
-	in, err := inspect(ctx, db, schema)
 	if err != nil {
-		return c.fail("read the node of schema %s: %s", schema, redactErr(err, dsn)), false
+		return c.installError(err, dsn)
 	}
-	dc, m := in.Node.Datacenter, in.Node.Machine
-	switch in.Node.State {
-	case catalog.NoNodeFunction:
-		return exitOK, true
-	case catalog.NodeUnset:
-		return c.usageError("schema %s already has sfgen, with no node set, and install keeps a schema's node; set it with 'sfgen node --schema %s --datacenter N --machine N'", schema, schema), false
+	switch rep.Generator {
+	case install.ToNative:
+		fmt.Fprintf(stdout, "snowflake_next_id() is the native generator (%s)\n", rep.Library)
+	case install.BackToSQL:
+		fmt.Fprintf(stdout, "snowflake_next_id() is the SQL generator again (it was %s's)\n", rep.Library)
+	case install.NativeAgain:
+		fmt.Fprintf(stdout, "snowflake_next_id() is the native generator again (%s)\n", rep.Library)
 	}
-	if wdc, wm := node.over(dc, m); wdc != dc || wm != m {
-		return c.usageError("schema %s already has sfgen with node datacenter %d, machine %d, which install keeps; to move it to datacenter %d, machine %d run 'sfgen node --schema %s --datacenter %d --machine %d' (IDs stay unique only if no other database or service makes IDs with that node)",
-			schema, dc, m, wdc, wm, schema, wdc, wm), false
+	return exitOK
+}
+
+// installError prints an error of install.Run, its database errors
+// without dsn's password, and returns the exit status: 2 for a node that
+// install would not keep, else 1.
+func (c *cli) installError(err error, dsn string) int {
+	var se *install.StepError
+	if !errors.As(err, &se) {
+		return c.fail("%s", redactErr(err, dsn))
 	}
-	return exitOK, true
+	msg := se.Message(func(err error) string { return redactErr(err, dsn) })
+	if errors.Is(err, install.ErrNodeKept) {
+		return c.usageError("%s", msg)
+	}
+	return c.fail("%s", msg)
 }

@@ -8,6 +8,18 @@
 // another role owns, an install of another layout and one of a newer
 // release. Concurrent calls take turns; a failed first install leaves the
 // database as it was.
+//
+// Run is the whole of `sfgen install` around Apply: the generator switch
+// (the native generator built, loaded and installed, or the SQL one put
+// back), planned and checked before Apply changes anything and carried
+// out after it, and the check that an install keeps a schema's node.
+//
+// PlanMigrations is the same install written as goose migrations into an
+// application's directory (`sfgen migration`): from the sfgen migrations
+// already there it plans the first install or the upgrades the directory
+// lacks, then the native switch (or the switch back) asked for, as files
+// and notes in order; a MigrationWriter writes them, whole and a version
+// apart.
 package install
 
 import (

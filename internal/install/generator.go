@@ -1,0 +1,289 @@
+package install
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"path/filepath"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/native"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// A Choice is what an install does with snowflake_next_id()'s
+// implementation: keep the one the schema has, or switch to one.
+type Choice int
+
+const (
+	Keep   Choice = iota // keep the schema's generator (no --native flag)
+	Native               // switch to the native (C) generator (--native)
+	SQL                  // switch to the SQL generator (--native=false)
+)
+
+// Options says what Run does: the release line for SQL's schema and
+// layout (as Apply), the node asked for, and the generator.
+type Options struct {
+	SQL sqlgen.Options
+	// Node, when not nil, is a node asked for. A schema that has sfgen
+	// already keeps its node, so Run refuses (ErrNodeKept) one that
+	// differs from it; a nil field asks for the schema's.
+	Node *Node
+	// Generator says which snowflake_next_id() the schema ends with.
+	Generator Choice
+	// NativeDir is where, with Native, Run builds the library: under
+	// NativeDir(NativeDir, layout), absolute, on the server's machine.
+	NativeDir string
+}
+
+// A Node is a node asked for; a nil field is not asked for.
+type Node struct {
+	Datacenter, Machine *int64
+}
+
+// over returns the node datacenter, machine with n's fields in place of
+// theirs.
+func (n *Node) over(datacenter, machine int64) (int64, int64) {
+	if n.Datacenter != nil {
+		datacenter = *n.Datacenter
+	}
+	if n.Machine != nil {
+		machine = *n.Machine
+	}
+	return datacenter, machine
+}
+
+// A Change is what Run did to snowflake_next_id()'s implementation.
+type Change int
+
+const (
+	Unchanged   Change = iota
+	ToNative           // switched to the native generator in Report.Library
+	BackToSQL          // switched back to the SQL generator from Report.Library's
+	NativeAgain        // the upgrade put the SQL one back; Report.Library's is installed again
+)
+
+// A Report says what Run did.
+type Report struct {
+	*Result          // what Apply applied
+	NodeUnset bool   // the schema has no node after the install
+	Generator Change // what became of snowflake_next_id()
+	Library   string // the native library Generator names
+}
+
+// Errors Run returns, wrapped in a *StepError.
+var (
+	// ErrNativeUnavailable: the native generator cannot be installed
+	// here (no superuser, no build, the server cannot load it); Run
+	// found it out before it changed anything.
+	ErrNativeUnavailable = errors.New("the native generator is not available")
+	// ErrNodeKept: a node asked for is not the node of a schema that
+	// has sfgen, which an install keeps. A usage error.
+	ErrNodeKept = errors.New("install keeps a schema's node")
+	// ErrGeneratorSwitch: the release line is applied, but the switch of
+	// snowflake_next_id() it was to end with failed.
+	ErrGeneratorSwitch = errors.New("the generator switch failed")
+)
+
+// A StepError is a step of Run that failed, with the message for it. Its
+// Cause (a database's error, when there is one) is in the message as
+// Message's func writes it: a CLI keeps passwords out of it.
+type StepError struct {
+	Kind  error // ErrNativeUnavailable, ErrNodeKept, ErrGeneratorSwitch or nil
+	Cause error
+	text  func(cause string) string
+}
+
+func (e *StepError) Error() string {
+	return e.Message(func(err error) string { return err.Error() })
+}
+
+// Message is the error's text with its Cause written by cause.
+func (e *StepError) Message(cause func(error) string) string {
+	c := ""
+	if e.Cause != nil {
+		c = cause(e.Cause)
+	}
+	return e.text(c)
+}
+
+// Unwrap returns Kind and Cause.
+func (e *StepError) Unwrap() []error {
+	var errs []error
+	for _, err := range []error{e.Kind, e.Cause} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errs
+}
+
+// NativeDir is where the native library for layout spec is built under
+// dir: a directory per layout, since the layout is compiled in and the
+// server keeps a loaded library by its path.
+func NativeDir(dir, spec string) string {
+	sum := sha256.Sum256([]byte(spec))
+	return filepath.Join(dir, "sfgen-"+hex.EncodeToString(sum[:6]))
+}
+
+// BuildFailure says why native.Build failed: the machine lacks what it
+// needs, or the build itself failed.
+func BuildFailure(err error) string {
+	if errors.Is(err, native.ErrNoPGConfig) || errors.Is(err, native.ErrNoHeaders) || errors.Is(err, native.ErrNoToolchain) {
+		return "it cannot be built on this machine"
+	}
+	return "its build failed"
+}
+
+// Run installs sfgen into o.SQL's schema as `sfgen install` does: it
+// reads which generator the schema has and, for Native, checks that the
+// role is a superuser, builds the library and has the server load it,
+// then checks the node asked for; all before anything changes, so that
+// when one fails nothing does. It then applies the release line (Apply)
+// and gives the schema the generator o asks for: Keep re-installs the
+// native one when an upgrade replaced it by the SQL one. conn, a session
+// on db's database, is the one the generator is read and switched on.
+//
+// Apply's errors come back as Apply returns them, with a nil Report;
+// an error after Apply comes with the Report of what was applied.
+func Run(ctx context.Context, db *sql.DB, conn *pgx.Conn, o Options) (*Report, error) {
+	g, err := prepareGenerator(ctx, conn, o)
+	if err != nil {
+		return nil, err
+	}
+	if o.Node != nil {
+		if err := nodeKept(ctx, db, o.SQL.Schema, o.Node); err != nil {
+			return nil, err
+		}
+	}
+	res, err := Apply(ctx, db, o.SQL)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Result: res}
+	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
+		rep.NodeUnset = true
+	}
+	return rep, g.finish(ctx, conn, res.Schema, rep)
+}
+
+// A generatorPlan is what Run found and built before it applies the
+// release line, for finish to carry out after it.
+type generatorPlan struct {
+	want    Choice
+	before  string // the native library the schema used before, if any
+	library string // with Native: the library built for the layout
+}
+
+// prepareGenerator reads which generator schema o.SQL.Schema has and,
+// for Native, checks that the connecting role is a superuser, builds the
+// library and loads it.
+func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generatorPlan, error) {
+	p := &generatorPlan{want: o.Generator}
+	var err error
+	if p.before, err = native.InstalledLibrary(ctx, conn, o.SQL.Schema); err != nil {
+		return nil, err
+	}
+	if p.want != Native {
+		return p, nil
+	}
+	if err := native.CheckSuperuser(ctx, conn); errors.Is(err, native.ErrNotSuperuser) {
+		return nil, &StepError{Kind: ErrNativeUnavailable, Cause: err, text: func(string) string {
+			return "the native generator is not available to this role: creating a C function takes a superuser; nothing was changed (without --native, install keeps the SQL generator)"
+		}}
+	} else if err != nil {
+		return nil, err
+	}
+	if p.library, err = native.Build(ctx, NativeDir(o.NativeDir, o.SQL.Layout.String()), o.SQL.Layout); err != nil {
+		// The build's output as it is: it has no password, and its lines
+		// are the compiler's.
+		return nil, &StepError{Kind: ErrNativeUnavailable, Cause: err, text: func(string) string {
+			return fmt.Sprintf("the native generator is not available: %s: %v; nothing was changed (without --native, install keeps the SQL generator)", BuildFailure(err), err)
+		}}
+	}
+	// The server must load it from there: try, before anything changes.
+	if err := native.Load(ctx, conn, p.library); err != nil {
+		return nil, &StepError{Kind: ErrNativeUnavailable, Cause: err, text: func(cause string) string {
+			return fmt.Sprintf("the native generator is not available: the database server cannot load %s: %s (is --native-dir on the server's machine, readable by its OS user?); nothing was changed", p.library, cause)
+		}}
+	}
+	return p, nil
+}
+
+// finish gives the schema, now at the latest release, the generator the
+// plan asks for, and says in rep which it has.
+func (p *generatorPlan) finish(ctx context.Context, conn *pgx.Conn, schema string, rep *Report) error {
+	now, err := native.InstalledLibrary(ctx, conn, schema)
+	if err != nil {
+		return err
+	}
+	switch {
+	case p.want == Native:
+		if err := native.Install(ctx, conn, schema, p.library); err != nil {
+			return &StepError{Kind: ErrGeneratorSwitch, Cause: err, text: func(cause string) string {
+				return "the native generator could not be installed, and the SQL generator stays: " + cause
+			}}
+		}
+		rep.Generator, rep.Library = ToNative, p.library
+	case p.want == SQL && now != "":
+		if err := native.Uninstall(ctx, conn, schema); err != nil {
+			return &StepError{Kind: ErrGeneratorSwitch, Cause: err, text: func(cause string) string {
+				return "switch back to the SQL generator: " + cause
+			}}
+		}
+		rep.Generator, rep.Library = BackToSQL, now
+	case p.want == Keep && p.before != "" && now == "":
+		// The upgrade put the SQL generator back: the native one again,
+		// from the library it used.
+		if err := native.Install(ctx, conn, schema, p.before); err != nil {
+			return &StepError{Kind: ErrGeneratorSwitch, Cause: err, text: func(cause string) string {
+				return fmt.Sprintf("the upgrade replaced the native generator by the SQL one, which stays: installing %s again failed: %s (install with --native to rebuild it, or --native=false to keep SQL)", p.before, cause)
+			}}
+		}
+		rep.Generator, rep.Library = NativeAgain, p.before
+	}
+	return nil
+}
+
+// nodeKept checks, before an install into a schema that already has
+// sfgen, that node is the node it has: install keeps a schema's node, so
+// any other is refused rather than silently not applied. A schema without
+// sfgen passes.
+func nodeKept(ctx context.Context, db *sql.DB, schema string, node *Node) error {
+	in, err := inspect(ctx, db, schema)
+	if err != nil {
+		return &StepError{Cause: err, text: func(cause string) string {
+			return fmt.Sprintf("read the node of schema %s: %s", schema, cause)
+		}}
+	}
+	dc, m := in.Node.Datacenter, in.Node.Machine
+	switch in.Node.State {
+	case catalog.NoNodeFunction:
+		return nil
+	case catalog.NodeUnset:
+		return &StepError{Kind: ErrNodeKept, text: func(string) string {
+			return fmt.Sprintf("schema %s already has sfgen, with no node set, and install keeps a schema's node; set it with 'sfgen node --schema %s --datacenter N --machine N'", schema, schema)
+		}}
+	}
+	if wdc, wm := node.over(dc, m); wdc != dc || wm != m {
+		return &StepError{Kind: ErrNodeKept, text: func(string) string {
+			return fmt.Sprintf("schema %s already has sfgen with node datacenter %d, machine %d, which install keeps; to move it to datacenter %d, machine %d run 'sfgen node --schema %s --datacenter %d --machine %d' (IDs stay unique only if no other database or service makes IDs with that node)",
+				schema, dc, m, wdc, wm, schema, wdc, wm)
+		}}
+	}
+	return nil
+}
+
+// inspect reads what schema holds of sfgen.
+func inspect(ctx context.Context, db *sql.DB, schema string) (catalog.Installed, error) {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
+		return catalog.Installed{}, err
+	}
+	return catalog.Inspect(ctx, catalog.DB(db), s)
+}

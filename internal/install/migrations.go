@@ -1,0 +1,278 @@
+package install
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"time"
+
+	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/migrationdir"
+	"github.com/sfgen/sfgen/internal/native"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// MigrationOptions says what PlanMigrations plans for a goose migrations
+// directory, as `sfgen migration` does.
+type MigrationOptions struct {
+	Dir string // the goose migrations directory
+	// SQL is a first install's schema, layout and node. A directory
+	// that has sfgen's migrations already says its schema and layout, and
+	// a node applies to a first install only (SQL.UnsetNode false is a
+	// node asked for).
+	SQL sqlgen.Options
+	// SchemaSet and LayoutSet say SQL's schema and layout were asked
+	// for: they must then be those of the directory's migrations.
+	SchemaSet, LayoutSet bool
+	// Generator is the generator the schema ends with once the directory
+	// is applied; Keep writes the native switch again after upgrades that
+	// put the SQL one back.
+	Generator Choice
+	// NativeDir is, with Native, the directory on the database servers
+	// where `sfgen build-native` builds the library (under NativeDir's
+	// directory for the layout); Optional makes the switch warn rather
+	// than fail where it cannot happen.
+	NativeDir string
+	Optional  bool
+}
+
+// A MigrationStep is one step of a MigrationPlan: a file to write, or,
+// with no Suffix, a Note to tell.
+type MigrationStep struct {
+	Suffix  string // the file's name after its version, e.g. "_sfgen_release_3.sql"
+	Content []byte
+	Note    string // for the user, on one line ("up to date: ...")
+}
+
+// A MigrationPlan is what one run writes into a directory, in order.
+type MigrationPlan struct {
+	Steps []MigrationStep
+}
+
+// A UsageError is an error of what was asked (a flag that conflicts with
+// the directory, a file that is there already), not of the machine: the
+// CLI exits 2 for it.
+type UsageError struct{ Err error }
+
+func (e *UsageError) Error() string { return e.Err.Error() }
+func (e *UsageError) Unwrap() error { return e.Err }
+
+func usagef(format string, args ...any) error {
+	return &UsageError{fmt.Errorf(format, args...)}
+}
+
+// PlanMigrations reads the sfgen migrations in o.Dir and plans the files
+// that bring it to what o asks: in a directory without them, the latest
+// release's install; in one with them, the upgrades it lacks, for the
+// schema and layout their headers name; then the generator switch o asks
+// for, if the directory does not make it already.
+//
+// The plan comes with its steps up to the first that cannot be planned,
+// and that error: a run writes its files in order and stops at the first
+// that fails.
+func PlanMigrations(o MigrationOptions) (*MigrationPlan, error) {
+	found, err := migrationdir.Find(o.Dir)
+	if errors.Is(err, migrationdir.ErrNotDir) || errors.Is(err, migrationdir.ErrBadHeader) {
+		return &MigrationPlan{}, &UsageError{err}
+	}
+	if err != nil {
+		return &MigrationPlan{}, err
+	}
+	return planMigrations(found, o)
+}
+
+// A dirState is where a directory's sfgen migrations leave a schema.
+type dirState struct {
+	schema    string
+	layout    snowflake.Layout
+	release   int
+	generator string // "sql" or "native"
+	library   string // the native generator's library
+	optional  bool   // its switch warns rather than fails where it cannot happen
+	upgraded  bool   // this plan has upgrades (which put the SQL generator back)
+}
+
+func planMigrations(found []migrationdir.Found, o MigrationOptions) (*MigrationPlan, error) {
+	p := &MigrationPlan{}
+	var at dirState
+	if len(found) == 0 {
+		if o.Generator == SQL {
+			return p, usagef("--native=false: %s has no sfgen migrations, so nothing switches snowflake_next_id() to the native generator", o.Dir)
+		}
+		content, err := sqlgen.Migration(o.SQL)
+		if err != nil {
+			return p, &UsageError{err}
+		}
+		p.file(migrationdir.Suffix, content)
+		at = dirState{schema: o.SQL.Schema, layout: o.SQL.Layout, release: sqlgen.Latest, generator: "sql"}
+	} else {
+		var err error
+		if at, err = p.upgrades(found, o); err != nil || at.release == 0 {
+			return p, err
+		}
+	}
+	return p, p.generator(at, o)
+}
+
+func (p *MigrationPlan) file(suffix string, content []byte) {
+	p.Steps = append(p.Steps, MigrationStep{Suffix: suffix, Content: content})
+}
+
+func (p *MigrationPlan) note(format string, args ...any) {
+	p.Steps = append(p.Steps, MigrationStep{Note: fmt.Sprintf(format, args...)})
+}
+
+// upgrades plans the upgrades to the latest release of a directory that
+// has sfgen's migrations found: their headers say for which schema and
+// layout. It returns where the directory then leaves a schema.
+func (p *MigrationPlan) upgrades(found []migrationdir.Found, o MigrationOptions) (dirState, error) {
+	dir := o.Dir
+	last := found[len(found)-1]
+	for _, f := range found {
+		if f.Schema != last.Schema || f.Layout != last.Layout {
+			return dirState{}, usagef("%s has sfgen migrations for more than one schema or layout (%s: schema %s, layout %s; %s: schema %s, layout %s); keep one install per directory", dir, f.Name, f.Schema, f.Layout, last.Name, last.Schema, last.Layout)
+		}
+	}
+	if !o.SQL.UnsetNode {
+		return dirState{}, usagef("%s already installs sfgen (%s); the node flags apply to a first install only: set the node with 'sfgen node --datacenter N --machine N'", dir, last.Name)
+	}
+	if o.SchemaSet && o.SQL.Schema != last.Schema {
+		return dirState{}, usagef("--schema %s conflicts with %s's sfgen migrations, which install into schema %s", o.SQL.Schema, dir, last.Schema)
+	}
+	if _, err := catalog.ParseSchema(last.Schema); err != nil {
+		return dirState{}, usagef("%s: %v", last.Name, err)
+	}
+	l, err := snowflake.ParseLayout(last.Layout)
+	if err != nil {
+		return dirState{}, usagef("%s: -- Layout: header: %v", last.Name, err)
+	}
+	if o.LayoutSet && o.SQL.Layout != l {
+		return dirState{}, usagef("--layout %s conflicts with %s's sfgen migrations, which are for layout %s (%s); leave --layout out, or keep another layout's migrations in another directory",
+			describeLayout(o.SQL.Layout), dir, describeLayout(l), last.Name)
+	}
+	at := dirState{schema: last.Schema, layout: l, generator: "sql"}
+	for _, f := range found {
+		at.release = max(at.release, f.Release)
+		switch f.Generator {
+		case "":
+			at.generator, at.library, at.optional = "sql", "", false
+		default:
+			at.generator, at.library, at.optional = f.Generator, f.Library, f.Optional
+		}
+	}
+	switch {
+	case at.release == sqlgen.Latest:
+		if o.Generator == Keep {
+			p.note("up to date: %s installs sfgen release %d into schema %s (%s); nothing written", dir, at.release, last.Schema, last.Name)
+		}
+		return at, nil
+	case at.release > sqlgen.Latest:
+		return dirState{}, fmt.Errorf("%s installs sfgen release %d, newer than this sfgen's release %d; use a newer sfgen", dir, at.release, sqlgen.Latest)
+	}
+	so := o.SQL
+	so.Schema, so.Layout = last.Schema, l
+	for r := at.release + 1; r <= sqlgen.Latest; r++ {
+		content, err := sqlgen.Upgrade(so, r)
+		if err != nil {
+			return dirState{}, err
+		}
+		p.file(migrationdir.UpgradeSuffix(r), content)
+	}
+	at.release, at.upgraded = sqlgen.Latest, true
+	return at, nil
+}
+
+// generator plans the migration that gives the schema, at the latest
+// release once the directory's migrations have run, the generator asked
+// for: the native one with Native, the SQL one with SQL, and with Keep
+// the one it had, when an upgrade just planned puts the SQL one back in
+// place of the native one.
+func (p *MigrationPlan) generator(at dirState, o MigrationOptions) error {
+	mo := native.MigrationOptions{Schema: at.schema, Layout: at.layout, Release: at.release, Library: at.library, Optional: at.optional}
+	switch {
+	case o.Generator == Native:
+		mo.Library = filepath.Join(NativeDir(o.NativeDir, at.layout.String()), native.Library)
+		mo.Optional = o.Optional
+		if at.generator == "native" && !at.upgraded && at.library == mo.Library && at.optional == o.Optional {
+			p.note("up to date: %s already switches snowflake_next_id() to the native generator in %s; nothing written", o.Dir, mo.Library)
+			return nil
+		}
+	case o.Generator == SQL:
+		if at.generator != "native" || at.upgraded {
+			p.note("up to date: %s leaves snowflake_next_id() the SQL generator; nothing written", o.Dir)
+			return nil
+		}
+	case at.generator == "native" && at.upgraded:
+		p.note("the upgrade puts the SQL snowflake_next_id() back; %s switches it to the native generator in %s again (as its earlier migration did)", o.Dir, at.library)
+	default:
+		return nil
+	}
+	gen, err := sqlgen.Generator(sqlgen.Options{Schema: at.schema, Layout: at.layout}, at.release)
+	if err != nil {
+		return err
+	}
+	var content []byte
+	suffix := migrationdir.NativeSuffix
+	if o.Generator == SQL {
+		content, err = native.SQLGeneratorFile(mo, gen)
+		suffix = migrationdir.SQLGeneratorSuffix
+	} else {
+		content, err = native.MigrationFile(mo, gen)
+	}
+	if err != nil {
+		return &UsageError{err}
+	}
+	p.file(suffix, content)
+	return nil
+}
+
+// describeLayout names l for messages as the CLI does: a preset by its
+// name and spec, a custom layout by its spec.
+func describeLayout(l snowflake.Layout) string {
+	for _, name := range snowflake.PresetNames() {
+		if p, _ := snowflake.LayoutByName(name); p == l {
+			if name == l.String() {
+				break
+			}
+			return fmt.Sprintf("%s (%s)", name, l)
+		}
+	}
+	return l.String()
+}
+
+// A MigrationWriter writes one run's migrations into a directory, each
+// under a later version than the one before (timestamps a second apart,
+// if need be).
+type MigrationWriter struct {
+	dir  string
+	v    migrationdir.Versioning
+	now  func() time.Time
+	last time.Time
+}
+
+// NewMigrationWriter writes into dir, versioning the files by UTC
+// timestamp or, with sequential, after the highest version in dir.
+func NewMigrationWriter(dir string, sequential bool) *MigrationWriter {
+	w := &MigrationWriter{dir: dir, v: migrationdir.Timestamp, now: time.Now}
+	if sequential {
+		w.v = migrationdir.Sequential
+	}
+	return w
+}
+
+// Write writes one migration file, whole or not at all and never over
+// another, and returns its path. A missing directory or a version taken
+// is a *UsageError.
+func (w *MigrationWriter) Write(suffix string, content []byte) (string, error) {
+	now := w.now().UTC().Truncate(time.Second)
+	if !now.After(w.last) {
+		now = w.last.Add(time.Second)
+	}
+	w.last = now
+	path, err := migrationdir.Write(w.dir, suffix, content, w.v, now)
+	if errors.Is(err, migrationdir.ErrNotDir) || errors.Is(err, migrationdir.ErrExists) {
+		return "", &UsageError{err}
+	}
+	return path, err
+}
