@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
@@ -114,23 +116,33 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.usageError("%v", err)
 	}
 
-	prepare := createWalinspect
+	// One connection for the steps before the bench itself; the bench
+	// opens a pool of its own.
+	var pre preConn
+	defer pre.close()
 	var nativeDir string
 	if *withNative {
-		// In the throwaway PostgreSQL: build the native generator and
-		// install it beside the SQL one.
 		dir, err := os.MkdirTemp("", "sfgen-bench-native-")
 		if err != nil {
 			return c.fail("%v", err)
 		}
 		nativeDir = dir
 		defer os.RemoveAll(nativeDir)
-		prepare = func(ctx context.Context, dsn, schema string) error {
-			if err := createWalinspect(ctx, dsn, schema); err != nil {
-				return err
-			}
-			return installNativeBeside(ctx, dsn, schema, lf.layout, nativeDir)
+	}
+	// In the throwaway PostgreSQL: pg_walinspect, and with --native the
+	// native generator built and installed beside the SQL one.
+	prepare := func(ctx context.Context, dsn, schema string) error {
+		conn, err := pre.get(ctx, dsn)
+		if err != nil {
+			return err
 		}
+		if err := createWalinspect(ctx, conn, dsn, schema); err != nil {
+			return err
+		}
+		if *withNative {
+			return installNativeBeside(ctx, conn, schema, lf.layout, nativeDir)
+		}
+		return nil
 	}
 	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, prepare)
 	if !ok {
@@ -138,10 +150,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	defer stop()
 	if lf.set {
-		if code, ok := c.checkLayout(ctx, dsn, *schema, lf.layout); !ok {
+		conn, err := pre.get(ctx, dsn)
+		if err != nil {
+			return c.connectError(err)
+		}
+		if code, ok := c.checkLayout(ctx, conn, dsn, *schema, lf.layout); !ok {
 			return code
 		}
 	}
+	pre.close()
 	cfg.DSN = dsn
 	res, err := bench.Run(ctx, cfg)
 	if errors.Is(err, connect.ErrBadDSN) {
@@ -167,12 +184,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 // createWalinspect creates pg_walinspect in a throwaway cluster's schema
 // (search_path is pinned to pg_catalog, where CREATE EXTENSION would
 // otherwise put it) so that the report can split out the sequences' WAL.
-func createWalinspect(ctx context.Context, dsn, schema string) error {
-	conn, err := connect.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
+func createWalinspect(ctx context.Context, conn *pgx.Conn, dsn, schema string) error {
 	s, err := catalog.ParseSchema(schema)
 	if err != nil {
 		return err
@@ -196,16 +208,11 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// checkLayout checks that schema in the database dsn holds sfgen for
-// layout l, when it holds sfgen at all (the caller says what a missing
-// install means). When it does not, it has printed one line naming both
-// layouts and returns exit status 1 with ok false.
-func (c *cli) checkLayout(ctx context.Context, dsn, schema string, l snowflake.Layout) (code int, ok bool) {
-	conn, err := connect.Connect(ctx, dsn)
-	if err != nil {
-		return c.connectError(err), false
-	}
-	defer conn.Close(context.Background())
+// checkLayout checks that schema in the database dsn (on conn) holds
+// sfgen for layout l, when it holds sfgen at all (the caller says what a
+// missing install means). When it does not, it has printed one line
+// naming both layouts and returns exit status 1 with ok false.
+func (c *cli) checkLayout(ctx context.Context, conn *pgx.Conn, dsn, schema string, l snowflake.Layout) (code int, ok bool) {
 	s, err := catalog.ParseSchema(schema)
 	if err != nil {
 		return c.usageError("%v", err), false
@@ -222,8 +229,8 @@ func (c *cli) checkLayout(ctx context.Context, dsn, schema string, l snowflake.L
 
 // installNativeBeside builds the native generator for layout l in dir
 // (made readable by the server's OS user) and installs it as
-// snowflake_next_id_native() in schema, beside the SQL one.
-func installNativeBeside(ctx context.Context, dsn, schema string, l snowflake.Layout, dir string) error {
+// snowflake_next_id_native() in schema, beside the SQL one, on conn.
+func installNativeBeside(ctx context.Context, conn *pgx.Conn, schema string, l snowflake.Layout, dir string) error {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		return err
 	}
@@ -231,10 +238,30 @@ func installNativeBeside(ctx context.Context, dsn, schema string, l snowflake.La
 	if err != nil {
 		return err
 	}
-	conn, err := connect.Connect(ctx, dsn)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(context.Background())
 	return native.InstallSideBySide(ctx, conn, schema, lib)
+}
+
+// A preConn is one connection to the database being benched, opened when
+// first needed, for the steps before the bench itself (preparing a
+// throwaway PostgreSQL, checking the layout).
+type preConn struct{ conn *pgx.Conn }
+
+// get returns the connection to dsn, opening it on the first call.
+func (p *preConn) get(ctx context.Context, dsn string) (*pgx.Conn, error) {
+	if p.conn == nil {
+		conn, err := connect.Connect(ctx, dsn)
+		if err != nil {
+			return nil, err
+		}
+		p.conn = conn
+	}
+	return p.conn, nil
+}
+
+// close closes the connection, if open; it may be called again.
+func (p *preConn) close() {
+	if p.conn != nil {
+		p.conn.Close(context.Background())
+		p.conn = nil
+	}
 }

@@ -390,15 +390,8 @@ func describeLayout(l snowflake.Layout) string {
 }
 
 // layoutArg returns what --layout takes for l: a preset's name, or the
-// spec.
-func layoutArg(l snowflake.Layout) string {
-	for _, name := range snowflake.PresetNames() {
-		if p, _ := snowflake.LayoutByName(name); p == l {
-			return name
-		}
-	}
-	return l.String()
-}
+// spec (snowflake.Layout.Name).
+func layoutArg(l snowflake.Layout) string { return l.Name() }
 
 // A stringsFlag is a flag that may be given several times, each value
 // kept in order.

@@ -199,38 +199,10 @@ func inspect(ctx context.Context, q catalog.SQLQuerier, schema string) (catalog.
 	return catalog.Inspect(ctx, catalog.DB(q), s)
 }
 
-// A nodeTarget is one database and schema of a fleet check, as --json
-// shows it.
-type nodeTarget struct {
-	Database   string `json:"database"` // user@host:port/database, never the password
-	Schema     string `json:"schema"`
-	Installed  bool   `json:"installed"` // sfgen's node is there to read
-	NodeSet    bool   `json:"node_set"`  // and set (else snowflake_next_id() refuses to make IDs)
-	Datacenter int64  `json:"datacenter"`
-	Machine    int64  `json:"machine"`
-	Layout     string `json:"layout,omitempty"` // a preset's name, or the spec
-	Release    int    `json:"release,omitempty"`
-	SameAs     *int   `json:"same_as,omitempty"` // an earlier target that is this very schema, reached again
-	Error      string `json:"error,omitempty"`   // why it could not be read
-
-	missing string // why there is no node to read, for a schema without sfgen
-	layout  snowflake.Layout
-	key     string // the server, database and schema, to find the same one reached twice; "" when unknown
-}
-
-func (t *nodeTarget) name() string { return t.Database + " schema " + t.Schema }
-
-// A sharedNode is a pair of targets, a and b (indexes), with one node.
-type sharedNode struct {
-	A          int    `json:"a"`
-	B          int    `json:"b"`
-	Datacenter int64  `json:"datacenter"`
-	Machine    int64  `json:"machine"`
-	Layout     string `json:"layout"`
-}
-
 // fleetCheck reads the node of every schema in every database and prints
-// them, then each pair sharing a node; see nodeHelp.
+// them, then each pair sharing a node; see nodeHelp. catalog reads and
+// compares (catalog.ReadDatabase, catalog.CompareFleet); this connects
+// and prints.
 func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON bool) int {
 	for i, d := range dsns {
 		dsns[i] = dsnOrEnv(d)
@@ -238,103 +210,106 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 			return c.usageError("no database: give --dsn URL or set DATABASE_URL")
 		}
 	}
-	names := make([]string, len(dsns))
+	parsed := make([]catalog.Schema, len(schemas))
+	for i, s := range schemas {
+		var err error
+		if parsed[i], err = catalog.ParseSchema(s); err != nil {
+			return c.usageError("%v", err)
+		}
+	}
+	dbs := make([]catalog.FleetDatabase, len(dsns))
 	for i, d := range dsns {
 		cfg, err := connect.Config(d)
 		if err != nil {
 			return c.connectError(err)
 		}
-		names[i] = fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database)
+		dbs[i] = catalog.FleetDatabase{
+			Name:    fmt.Sprintf("%s@%s:%d/%s", cfg.User, cfg.Host, cfg.Port, cfg.Database),
+			Schemas: parsed,
+			Redact:  func(err error) string { return redactErr(err, d) },
+		}
 	}
-	var targets []*nodeTarget
+	var targets []catalog.FleetTarget
 	for i, d := range dsns {
-		targets = append(targets, readTargets(ctx, d, names[i], schemas)...)
+		targets = append(targets, readDatabase(ctx, d, dbs[i])...)
 	}
-
-	failed := 0
-	seen := map[string]int{}
-	for i, t := range targets {
-		if t.Error != "" {
-			failed++
-			continue
-		}
-		if t.key == "" {
-			continue
-		}
-		if j, ok := seen[t.key]; ok {
-			t.SameAs = &j
-			continue
-		}
-		seen[t.key] = i
-	}
-	shared := []sharedNode{}
-	for i, a := range targets {
-		for j := i + 1; j < len(targets); j++ {
-			b := targets[j]
-			if !a.NodeSet || !b.NodeSet || a.SameAs != nil || b.SameAs != nil || a.layout != b.layout ||
-				a.Datacenter != b.Datacenter || a.Machine != b.Machine {
-				continue
-			}
-			shared = append(shared, sharedNode{A: i, B: j, Datacenter: a.Datacenter, Machine: a.Machine, Layout: a.Layout})
-		}
-	}
-	ok := len(shared) == 0 && failed == 0
+	r := catalog.CompareFleet(targets)
 
 	if asJSON {
-		b, _ := json.Marshal(struct {
-			OK      bool          `json:"ok"`
-			Targets []*nodeTarget `json:"targets"`
-			Shared  []sharedNode  `json:"shared"`
-		}{ok, targets, shared})
+		b, _ := json.Marshal(r)
 		fmt.Fprintf(c.stdout, "%s\n", b)
 	} else {
-		with, without, unset := 0, 0, 0
-		for _, t := range targets {
-			switch {
-			case t.Error != "":
-				fmt.Fprintf(c.stdout, "%s: cannot read: %s\n", t.name(), t.Error)
-			case t.SameAs != nil:
-				fmt.Fprintf(c.stdout, "%s: the same schema as %s, reached again; not compared\n", t.name(), targets[*t.SameAs].name())
-			case !t.Installed:
-				without++
-				fmt.Fprintf(c.stdout, "%s: no sfgen (%s)\n", t.name(), t.missing)
-			case !t.NodeSet:
-				unset++
-				fmt.Fprintf(c.stdout, "%s: no node set (snowflake_next_id() refuses to make IDs), layout %s, sfgen release %d\n", t.name(), t.Layout, t.Release)
-			default:
-				with++
-				fmt.Fprintf(c.stdout, "%s: datacenter %d, machine %d, layout %s, sfgen release %d\n", t.name(), t.Datacenter, t.Machine, t.Layout, t.Release)
-			}
-		}
-		for _, p := range shared {
-			fmt.Fprintf(c.stdout, "shared node: datacenter %d, machine %d in layout %s: %s and %s\n", p.Datacenter, p.Machine, p.Layout, targets[p.A].name(), targets[p.B].name())
-		}
-		if len(shared) > 0 {
-			fmt.Fprintf(c.stdout, "FAIL: %d %s of schemas %s a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N\n",
-				len(shared), plural(len(shared), "pair", "pairs"), plural(len(shared), "shares", "share"))
-		}
-		if failed > 0 {
-			fmt.Fprintf(c.stdout, "FAIL: %d of %d could not be read, so the check is incomplete\n", failed, len(targets))
-		}
-		if ok {
-			fmt.Fprintf(c.stdout, "ok: %d %s with sfgen, each with its own node", with, plural(with, "schema", "schemas"))
-			var also []string
-			if unset > 0 {
-				also = append(also, fmt.Sprintf("%d with no node set", unset))
-			}
-			if without > 0 {
-				also = append(also, fmt.Sprintf("%d without sfgen", without))
-			}
-			if len(also) > 0 {
-				fmt.Fprintf(c.stdout, " (%s)", strings.Join(also, ", "))
-			}
-			fmt.Fprintln(c.stdout)
-		}
+		printFleet(c.stdout, r)
 	}
-	if !ok {
+	if !r.OK {
 		return exitFail
 	}
 	return exitOK
+}
+
+// readDatabase reads the fleet check's targets of d, the database dsn,
+// on one connection. A database that cannot be reached gives each schema
+// the error.
+func readDatabase(ctx context.Context, dsn string, d catalog.FleetDatabase) []catalog.FleetTarget {
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		return d.Unreadable(err)
+	}
+	defer db.Close()
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return d.Unreadable(err)
+	}
+	defer conn.Close()
+	return catalog.ReadDatabase(ctx, catalog.DB(conn), d)
+}
+
+// printFleet prints r as text: a line for each target, one for each pair
+// sharing a node, and the verdict.
+func printFleet(w io.Writer, r catalog.FleetReport) {
+	name := func(t catalog.FleetTarget) string { return t.Database + " schema " + t.Schema }
+	with, without, unset := 0, 0, 0
+	for _, t := range r.Targets {
+		switch {
+		case t.Error != "":
+			fmt.Fprintf(w, "%s: cannot read: %s\n", name(t), t.Error)
+		case t.SameAs != nil:
+			fmt.Fprintf(w, "%s: the same schema as %s, reached again; not compared\n", name(t), name(r.Targets[*t.SameAs]))
+		case !t.Installed:
+			without++
+			fmt.Fprintf(w, "%s: no sfgen (%s is not in schema %s; 'sfgen install' puts it there)\n", name(t), t.Lacks, t.Schema)
+		case !t.NodeSet:
+			unset++
+			fmt.Fprintf(w, "%s: no node set (snowflake_next_id() refuses to make IDs), layout %s, sfgen release %d\n", name(t), t.Layout, t.Release)
+		default:
+			with++
+			fmt.Fprintf(w, "%s: datacenter %d, machine %d, layout %s, sfgen release %d\n", name(t), t.Datacenter, t.Machine, t.Layout, t.Release)
+		}
+	}
+	for _, p := range r.Shared {
+		fmt.Fprintf(w, "shared node: datacenter %d, machine %d in layout %s: %s and %s\n", p.Datacenter, p.Machine, p.Layout, name(r.Targets[p.A]), name(r.Targets[p.B]))
+	}
+	if len(r.Shared) > 0 {
+		fmt.Fprintf(w, "FAIL: %d %s of schemas %s a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N\n",
+			len(r.Shared), plural(len(r.Shared), "pair", "pairs"), plural(len(r.Shared), "shares", "share"))
+	}
+	if r.Failed > 0 {
+		fmt.Fprintf(w, "FAIL: %d of %d could not be read, so the check is incomplete\n", r.Failed, len(r.Targets))
+	}
+	if r.OK {
+		fmt.Fprintf(w, "ok: %d %s with sfgen, each with its own node", with, plural(with, "schema", "schemas"))
+		var also []string
+		if unset > 0 {
+			also = append(also, fmt.Sprintf("%d with no node set", unset))
+		}
+		if without > 0 {
+			also = append(also, fmt.Sprintf("%d without sfgen", without))
+		}
+		if len(also) > 0 {
+			fmt.Fprintf(w, " (%s)", strings.Join(also, ", "))
+		}
+		fmt.Fprintln(w)
+	}
 }
 
 func plural(n int, one, many string) string {
@@ -342,73 +317,4 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
-}
-
-// readTargets reads the node, layout and release of each schema in the
-// database dsn (called name in messages), on one connection. A database
-// that cannot be reached gives each schema the error.
-func readTargets(ctx context.Context, dsn, name string, schemas []string) []*nodeTarget {
-	var out []*nodeTarget
-	for _, s := range schemas {
-		out = append(out, &nodeTarget{Database: name, Schema: s})
-	}
-	fail := func(err error) []*nodeTarget {
-		for _, t := range out {
-			if t.Error == "" {
-				t.Error = redactErr(err, dsn)
-			}
-		}
-		return out
-	}
-	db, err := openDB(ctx, dsn)
-	if err != nil {
-		return fail(err)
-	}
-	defer db.Close()
-	conn, err := db.Conn(ctx)
-	if err != nil {
-		return fail(err)
-	}
-	defer conn.Close()
-	// Which server and database this is, to tell the same schema reached
-	// twice from a clone: a clone or a restore is another database (or,
-	// a promoted physical copy, a server started at another time).
-	var server string
-	var canControl bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.has_function_privilege('pg_catalog.pg_control_system()', 'EXECUTE')").Scan(&canControl); err != nil {
-		return fail(err)
-	}
-	if canControl {
-		if err := conn.QueryRowContext(ctx, "SELECT system_identifier::pg_catalog.text FROM pg_catalog.pg_control_system()").Scan(&server); err != nil {
-			return fail(err)
-		}
-	}
-	var where string
-	if err := conn.QueryRowContext(ctx, `SELECT pg_catalog.pg_postmaster_start_time()::pg_catalog.text OPERATOR(pg_catalog.||) ' ' OPERATOR(pg_catalog.||) d.oid::pg_catalog.text
-		FROM pg_catalog.pg_database d WHERE d.datname OPERATOR(pg_catalog.=) pg_catalog.current_database()`).Scan(&where); err != nil {
-		return fail(err)
-	}
-	for _, t := range out {
-		t.key = server + " " + where + " " + t.Schema
-		in, err := inspect(ctx, conn, t.Schema)
-		if err != nil {
-			t.Error = redactErr(err, dsn)
-			continue
-		}
-		if in.Layout.IsZero() {
-			t.missing = "snowflake_layout() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
-			continue
-		}
-		t.layout, t.Layout, t.Release = in.Layout, layoutArg(in.Layout), in.Release
-		switch in.Node.State {
-		case catalog.NoNodeFunction:
-			t.missing = "snowflake_node() is not in schema " + t.Schema + "; 'sfgen install' puts it there"
-		case catalog.NodeUnset:
-			t.Installed = true
-		default:
-			t.Installed, t.NodeSet = true, true
-			t.Datacenter, t.Machine = in.Node.Datacenter, in.Node.Machine
-		}
-	}
-	return out
 }

@@ -8,6 +8,10 @@
 // its absence, and which generator makes IDs (SQL, or native and its
 // library). Every part of sfgen that asks what a schema holds asks it
 // here, through one [Querier]: a pgx handle through [PGX], a database/sql
-// one through [DB]. The package imports nothing but the standard library
-// and sfgen's own leaf packages, so that the root package can use it.
+// one through [DB]. The fleet check of 'sfgen node' is here too:
+// [ReadDatabase] reads each schema of a database and which server and
+// database it is, and [CompareFleet] finds the targets that share a node
+// in one layout, with the same schema reached twice said once. The
+// package imports nothing but the standard library and sfgen's own leaf
+// packages, so that the root package can use it.
 package catalog

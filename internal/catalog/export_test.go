@@ -1,7 +1,7 @@
 package catalog
 
-// Statements renders Inspect's statements, with every call in the second,
-// for the tests that check them.
+// Statements renders the package's statements, with every call in
+// Inspect's second, for the tests that check them.
 func Statements() ([]string, error) {
 	functions, err := render("functions", nil)
 	if err != nil {
@@ -11,5 +11,21 @@ func Statements() ([]string, error) {
 		Schema                string
 		Layout, Release, Node bool
 	}{Public.Quoted(), true, true, true})
-	return []string{functions, calls}, err
+	if err != nil {
+		return nil, err
+	}
+	out := []string{functions, calls}
+	for _, name := range []string{"control_permitted", "system_identifier", "database"} {
+		stmt, err := render(name, nil)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, stmt)
+	}
+	return out, nil
 }
+
+// FleetTargetOf is the fleet check's target of what Inspect read (in) in
+// the database called database, whose server, database and schema key
+// names: a target as ReadDatabase makes it, without a database.
+var FleetTargetOf = fleetTarget

@@ -158,10 +158,12 @@ func (i Installed) Effective() int {
 	return i.Release
 }
 
-//go:embed sql/inspect.sql.tmpl
+//go:embed sql/inspect.sql.tmpl sql/fleet.sql.tmpl
 var sqlFS embed.FS
 
-var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl"))
+// statements are the package's statements: Inspect's, and ReadDatabase's
+// (fleet.sql.tmpl).
+var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
 
 // Inspect reads what schema holds of sfgen through q, in two statements:
 // one of the system catalogs, then one that calls those of sfgen's

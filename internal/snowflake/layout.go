@@ -145,6 +145,17 @@ func PresetNames() []string {
 	return names
 }
 
+// Name returns what ParseLayout reads back as l, in its shortest form: a
+// preset's name (as PresetNames gives it) for a preset, else l.String().
+func (l Layout) Name() string {
+	for _, p := range presets {
+		if p.layout == l {
+			return p.name
+		}
+	}
+	return l.String()
+}
+
 func mustLayout(epoch int64, timestampBits, datacenterBits, machineBits, sequenceBits uint8) Layout {
 	l, err := NewLayout(epoch, timestampBits, datacenterBits, machineBits, sequenceBits)
 	if err != nil {

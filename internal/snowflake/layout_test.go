@@ -500,6 +500,16 @@ func TestPresets(t *testing.T) {
 		if !ok || l != tc.want || l.String() != tc.spec {
 			t.Errorf("LayoutByName(%q) = %v, %v; want %s", tc.name, l, ok, tc.spec)
 		}
+		if got := tc.want.Name(); got != tc.name {
+			t.Errorf("%s.Name() = %q; want %q", tc.spec, got, tc.name)
+		}
+	}
+	custom := mustLayout(TwitterEpoch, 41, 4, 6, 12)
+	if got, want := custom.Name(), custom.String(); got != want {
+		t.Errorf("a custom layout's Name() = %q; want its spec %q", got, want)
+	}
+	if back, err := ParseLayout(custom.Name()); err != nil || back != custom {
+		t.Errorf("ParseLayout(%q) = %v, %v; want the layout back", custom.Name(), back, err)
 	}
 	if _, ok := LayoutByName("Twitter"); ok {
 		t.Error(`LayoutByName("Twitter") found a layout; names are lower case`)

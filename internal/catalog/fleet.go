@@ -1,0 +1,226 @@
+package catalog
+
+import (
+	"context"
+
+	"github.com/sfgen/sfgen/internal/snowflake"
+)
+
+// A FleetDatabase is one database of a fleet check and the schemas to
+// read in it.
+type FleetDatabase struct {
+	// Name names the database in FleetTarget.Database and in messages:
+	// user@host:port/database, never the password.
+	Name    string
+	Schemas []Schema
+	// Redact says an error met reading the database as FleetTarget.Error
+	// shows it (the command takes the password out); nil means
+	// err.Error().
+	Redact func(error) string
+}
+
+func (d FleetDatabase) say(err error) string {
+	if d.Redact == nil {
+		return err.Error()
+	}
+	return d.Redact(err)
+}
+
+// Unreadable returns the targets of d, each with err as its Error: a
+// database that could not be reached at all.
+func (d FleetDatabase) Unreadable(err error) []FleetTarget {
+	out := d.targets()
+	for i := range out {
+		out[i].Error = d.say(err)
+	}
+	return out
+}
+
+func (d FleetDatabase) targets() []FleetTarget {
+	out := make([]FleetTarget, len(d.Schemas))
+	for i, s := range d.Schemas {
+		out[i] = FleetTarget{Database: d.Name, Schema: s.Name()}
+	}
+	return out
+}
+
+// A FleetTarget is one database and schema of a fleet check: what it
+// holds of sfgen, or why it could not be read. Its JSON is one of the
+// targets of 'sfgen node --json'.
+type FleetTarget struct {
+	Database   string `json:"database"` // FleetDatabase.Name
+	Schema     string `json:"schema"`
+	Installed  bool   `json:"installed"` // sfgen's node is there to read
+	NodeSet    bool   `json:"node_set"`  // and set (else snowflake_next_id() refuses to make IDs)
+	Datacenter int64  `json:"datacenter"`
+	Machine    int64  `json:"machine"`
+	Layout     string `json:"layout,omitempty"` // a preset's name, or the spec (snowflake.Layout.Name)
+	Release    int    `json:"release,omitempty"`
+	SameAs     *int   `json:"same_as,omitempty"` // set by CompareFleet: an earlier target that is this very schema, reached again
+	Error      string `json:"error,omitempty"`   // why it could not be read
+
+	// Lacks is, for a schema read without sfgen's node (Installed false,
+	// no Error), the function it lacks: FuncLayout or FuncNode.
+	Lacks string `json:"-"`
+
+	layout snowflake.Layout
+	key    string // the server, database and schema, to find the same one reached twice; "" when unknown
+}
+
+// fleetTarget is the target of what Inspect read (in) in the database
+// called database, whose server, database and schema key names.
+func fleetTarget(database, key string, in Installed) FleetTarget {
+	t := FleetTarget{Database: database, Schema: in.Schema.Name(), key: key}
+	if in.Layout.IsZero() {
+		t.Lacks = FuncLayout
+		return t
+	}
+	t.layout, t.Layout, t.Release = in.Layout, in.Layout.Name(), in.Release
+	switch in.Node.State {
+	case NoNodeFunction:
+		t.Lacks = FuncNode
+	case NodeUnset:
+		t.Installed = true
+	default:
+		t.Installed, t.NodeSet = true, true
+		t.Datacenter, t.Machine = in.Node.Datacenter, in.Node.Machine
+	}
+	return t
+}
+
+// A maker is a node that makes IDs in a layout. Two makers of one
+// layout and one node make IDs that can collide.
+type maker struct {
+	layout              snowflake.Layout
+	datacenter, machine int64
+}
+
+// makers returns the makers the target holds: its schema's node, when
+// set. (A target could hold more, such as the nodes of its leases; each
+// would be compared the same way.)
+func (t FleetTarget) makers() []maker {
+	if t.Error != "" || !t.NodeSet {
+		return nil
+	}
+	return []maker{{t.layout, t.Datacenter, t.Machine}}
+}
+
+// A SharedNode is a pair of targets, A and B (indexes into
+// FleetReport.Targets, A before B), that make IDs with one node in one
+// layout.
+type SharedNode struct {
+	A          int    `json:"a"`
+	B          int    `json:"b"`
+	Datacenter int64  `json:"datacenter"`
+	Machine    int64  `json:"machine"`
+	Layout     string `json:"layout"`
+}
+
+// A FleetReport is what CompareFleet found; its JSON is 'sfgen node
+// --json'.
+type FleetReport struct {
+	OK      bool          `json:"ok"` // no pair shares a node and every target was read
+	Targets []FleetTarget `json:"targets"`
+	Shared  []SharedNode  `json:"shared"` // never nil
+	Failed  int           `json:"-"`      // how many targets could not be read
+}
+
+// ReadDatabase reads the node, layout and release of each of d's schemas
+// through q, which should be one connection (not a pool), and which
+// server and database q reaches, for CompareFleet to tell the same schema
+// reached twice. An error reading which server it is gives every target
+// that error; one inspecting a schema, that schema's target.
+func ReadDatabase(ctx context.Context, q Querier, d FleetDatabase) []FleetTarget {
+	key, err := readServer(ctx, q)
+	if err != nil {
+		return d.Unreadable(err)
+	}
+	out := d.targets()
+	for i, s := range d.Schemas {
+		in, err := Inspect(ctx, q, s)
+		if err != nil {
+			out[i].Error = d.say(err)
+			continue
+		}
+		out[i] = fleetTarget(d.Name, key+" "+s.Name(), in)
+	}
+	return out
+}
+
+// readServer returns which server and database q reaches: the server's
+// system identifier where this role may read it, the postmaster's start
+// time and the database's oid. A clone or a restore is another database;
+// a promoted physical copy, a server started at another time.
+func readServer(ctx context.Context, q Querier) (string, error) {
+	var server string
+	var canControl bool
+	if err := queryRow(ctx, q, "control_permitted", &canControl); err != nil {
+		return "", err
+	}
+	if canControl {
+		if err := queryRow(ctx, q, "system_identifier", &server); err != nil {
+			return "", err
+		}
+	}
+	var where string
+	if err := queryRow(ctx, q, "database", &where); err != nil {
+		return "", err
+	}
+	return server + " " + where, nil
+}
+
+// queryRow runs the statement called name, which takes no arguments, and
+// scans its row into dest.
+func queryRow(ctx context.Context, q Querier, name string, dest ...any) error {
+	stmt, err := render(name, nil)
+	if err != nil {
+		return err
+	}
+	return q.QueryRow(ctx, stmt).Scan(dest...)
+}
+
+// CompareFleet compares the targets of a fleet check: a target that is a
+// schema an earlier one already reached (the same server, database and
+// schema) gets SameAs and is not compared; every other pair that makes
+// IDs with one node in one layout is Shared. Targets of different layouts
+// are never compared, each layout being its own ID space, nor those
+// without a node set. targets is not changed.
+func CompareFleet(targets []FleetTarget) FleetReport {
+	r := FleetReport{Targets: append([]FleetTarget(nil), targets...), Shared: []SharedNode{}}
+	seen := map[string]int{}
+	for i := range r.Targets {
+		t := &r.Targets[i]
+		if t.Error != "" {
+			r.Failed++
+			continue
+		}
+		if t.key == "" {
+			continue
+		}
+		if j, ok := seen[t.key]; ok {
+			t.SameAs = &j
+			continue
+		}
+		seen[t.key] = i
+	}
+	for i, a := range r.Targets {
+		if a.SameAs != nil {
+			continue
+		}
+		for j := i + 1; j < len(r.Targets); j++ {
+			b := r.Targets[j]
+			if b.SameAs != nil {
+				continue
+			}
+			for _, ma := range a.makers() {
+				for _, mb := range b.makers() {
+					if ma == mb {
+						r.Shared = append(r.Shared, SharedNode{A: i, B: j, Datacenter: ma.datacenter, Machine: ma.machine, Layout: ma.layout.Name()})
+					}
+				}
+			}
+		}
+	}
+	r.OK = len(r.Shared) == 0 && r.Failed == 0
+	return r
+}
