@@ -179,3 +179,50 @@ func TestCommandsRefuseOverloads(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentFirstInstallsWithNodes replays issue 22's seventh
+// attack: three first installs into one new schema at once, each asking
+// for another node. One installs; the others exit 2 naming the node the
+// schema has (before, all three exited 0 and two were told nothing).
+func TestConcurrentFirstInstallsWithNodes(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	_, schema := testSchema(t, dsn)
+	for round := range 3 {
+		schema := fmt.Sprintf("%s_%d", schema, round)
+		type outcome struct {
+			code        int
+			out, errOut string
+			machine     int
+		}
+		results := make(chan outcome, 3)
+		start := make(chan struct{})
+		for m := 1; m <= 3; m++ {
+			go func() {
+				<-start
+				code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema, "--datacenter", "2", "--machine", fmt.Sprint(m))
+				results <- outcome{code, out, errOut, m}
+			}()
+		}
+		close(start)
+		var won []int
+		var lost []outcome
+		for range 3 {
+			r := <-results
+			switch r.code {
+			case exitOK:
+				won = append(won, r.machine)
+			default:
+				lost = append(lost, r)
+			}
+		}
+		if len(won) != 1 {
+			t.Fatalf("round %d: %d installs exited 0 (machines %v); want 1; the others: %+v", round, len(won), won, lost)
+		}
+		has := fmt.Sprintf("already has sfgen with node datacenter 2, machine %d, which install keeps", won[0])
+		for _, r := range lost {
+			if r.code != exitUsage || !strings.Contains(r.errOut, has) {
+				t.Errorf("round %d: install asking for machine %d: exit %d, stderr %q; want 2 saying %q", round, r.machine, r.code, r.errOut, has)
+			}
+		}
+	}
+}

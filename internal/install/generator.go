@@ -161,7 +161,7 @@ func Run(ctx context.Context, db *sql.DB, conn *pgx.Conn, o Options) (*Report, e
 			return nil, err
 		}
 	}
-	res, err := Apply(ctx, db, o.SQL)
+	res, err := apply(ctx, db, o.SQL, o.Node)
 	if err != nil {
 		return nil, err
 	}
@@ -261,6 +261,14 @@ func nodeKept(ctx context.Context, db *sql.DB, schema string, node *Node) error 
 			return fmt.Sprintf("read the node of schema %s: %s", schema, cause)
 		}}
 	}
+	return keptNode(in, node)
+}
+
+// keptNode is nodeKept on what a schema holds, in: Apply runs it again
+// under its lock, where no other install can give the schema a node
+// between the check and the install.
+func keptNode(in catalog.Installed, node *Node) error {
+	schema := in.Schema.Name()
 	dc, m := in.Node.Datacenter, in.Node.Machine
 	switch in.Node.State {
 	case catalog.NoNodeFunction:

@@ -101,6 +101,14 @@ type Result struct {
 // Every session Apply and goose use resolves names in pg_catalog only
 // (search_path pg_catalog, pg_temp), whatever db's connections default to.
 func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
+	return apply(ctx, db, o, nil)
+}
+
+// apply is Apply; with node not nil, it also refuses, under its lock, a
+// schema that has sfgen with another node than node asks for (keptNode),
+// so that of concurrent first installs asking for different nodes only
+// the first installs and the others are told which node the schema has.
+func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Result, error) {
 	schema, err := catalog.ParseSchema(o.Schema)
 	if err != nil {
 		return nil, err
@@ -132,11 +140,17 @@ func Apply(ctx context.Context, db *sql.DB, o sqlgen.Options) (*Result, error) {
 	}
 	defer conn.ExecContext(context.WithoutCancel(ctx), "SELECT pg_catalog.pg_advisory_unlock($1)", applyLockID)
 
-	if err := trusted(ctx, conn, schema); err != nil {
+	in, err := trusted(ctx, conn, schema)
+	if err != nil {
 		return nil, err
 	}
 	if err := check(ctx, conn, schema.Name(), string(preflight)); err != nil {
 		return nil, err
+	}
+	if node != nil {
+		if err := keptNode(in, node); err != nil {
+			return nil, err
+		}
 	}
 	var schemaExisted, tableExisted bool
 	err = conn.QueryRowContext(ctx, `SELECT
@@ -253,18 +267,19 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema c
 
 // trusted refuses a schema that another role could put objects in, or
 // has: sfgen's install, and every later call of its functions, would be
-// at the mercy of that role's overloads and look-alikes.
-func trusted(ctx context.Context, conn *sql.Conn, schema catalog.Schema) error {
-	_, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
+// at the mercy of that role's overloads and look-alikes. It returns what
+// the schema holds.
+func trusted(ctx context.Context, conn *sql.Conn, schema catalog.Schema) (catalog.Installed, error) {
+	in, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
 	var ue *catalog.UntrustedError
 	if !errors.As(err, &ue) {
-		return err
+		return in, err
 	}
 	sentinel := ErrForeignObject
 	if len(ue.Foreign) == 0 {
 		sentinel = ErrUntrustedSchema
 	}
-	return &CheckError{Schema: schema.Name(), Message: ue.Error(), err: sentinel}
+	return in, &CheckError{Schema: schema.Name(), Message: ue.Error(), err: sentinel}
 }
 
 // check runs the preflight in a transaction it rolls back.
