@@ -328,3 +328,16 @@ func ExampleLayout_IsZero() {
 	// true false
 	// true
 }
+
+// A layout's Name is a preset's name, or its spec; ParseLayout reads
+// either back.
+func ExampleLayout_Name() {
+	custom, _ := sfgen.ParseLayout("epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12")
+	fmt.Println(sfgen.Twitter().Name())
+	fmt.Println(sfgen.Discord().Name())
+	fmt.Println(custom.Name())
+	// Output:
+	// twitter
+	// discord
+	// epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12
+}

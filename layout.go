@@ -157,6 +157,10 @@ func (l Layout) IsZero() bool { return l.l.IsZero() }
 // database generated for this layout, and that ParseLayout reads.
 func (l Layout) String() string { return l.l.String() }
 
+// Name returns what ParseLayout reads back as l, in its shortest form: a
+// preset's name ("twitter", "discord") for a preset, else l.String().
+func (l Layout) Name() string { return l.l.Name() }
+
 // MarshalText implements encoding.TextMarshaler: l.String(), or
 // ErrZeroLayout for the zero Layout.
 func (l Layout) MarshalText() ([]byte, error) { return l.l.MarshalText() }
