@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -163,7 +164,11 @@ var sqlFS embed.FS
 
 // statements are the package's statements: Inspect's, and ReadDatabase's
 // (fleet.sql.tmpl).
-var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
+var statements = template.Must(template.New("").Funcs(template.FuncMap{"literal": pgident.QuoteLiteral}).
+	ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
+
+// functionsData is what the "functions" statement is rendered from.
+var functionsData = struct{ PrivateSuffix string }{PrivateSchemaSuffix}
 
 // Inspect reads what schema holds of sfgen through q, in two statements:
 // one of the system catalogs, then one that calls those of sfgen's
@@ -181,7 +186,7 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 		return Installed{}, fmt.Errorf("inspect: no schema given")
 	}
 	in := Installed{Schema: schema, functions: map[string]bool{}}
-	functions, err := render("functions", nil)
+	functions, err := render("functions", functionsData)
 	if err != nil {
 		return Installed{}, err
 	}

@@ -151,9 +151,13 @@ func TestInspect(t *testing.T) {
 // preflight does; an install as it was made lists none.
 func TestInspectStale(t *testing.T) {
 	conn, db := open(t)
+	node := map[string]int64{}
 	run := func(s string, r int) {
 		t.Helper()
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: s, Layout: snowflake.Twitter}, r)
+		if _, ok := node[s]; !ok {
+			node[s] = int64(len(node)) // a node each: one maker a node
+		}
+		script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: s, Layout: snowflake.Twitter, Machine: node[s]}, r)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -51,6 +51,12 @@ func TestInspectUntrusted(t *testing.T) {
 		{name: "version table of another owner",
 			setup:   `CREATE TABLE %[1]s.sfgen_db_version (id integer); ALTER TABLE %[1]s.sfgen_db_version OWNER TO %[2]s`,
 			foreign: []string{"table %[1]s.sfgen_db_version owned by %[2]s"}},
+		{name: "the private schema of another owner",
+			setup:   `ALTER SCHEMA %[5]s OWNER TO %[2]s`,
+			foreign: []string{"schema %[5]s owned by %[2]s"}},
+		{name: "the private schema lets a role in",
+			setup:   `GRANT USAGE ON SCHEMA %[5]s TO %[2]s`,
+			foreign: []string{"schema %[5]s granting USAGE to %[2]s"}},
 		{name: "PUBLIC can create", setup: `GRANT CREATE ON SCHEMA %[1]s TO PUBLIC`, writers: []string{"PUBLIC"}},
 		{name: "a role can create", setup: `GRANT CREATE ON SCHEMA %[1]s TO %[2]s`, writers: []string{"%[2]s"}},
 		{name: "a member of the owner can create", setup: `GRANT ` + currentUser(t, db) + ` TO %[3]s; GRANT CREATE ON SCHEMA %[1]s TO %[3]s`},
@@ -60,13 +66,13 @@ func TestInspectUntrusted(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := schema(t, "trust"+string(rune('a'+i)))
-			b, err := sqlgen.Script(sqlgen.Options{Schema: s.Name(), Layout: snowflake.Twitter, Datacenter: 1, Machine: 2})
+			b, err := sqlgen.Script(sqlgen.Options{Schema: s.Name(), Layout: snowflake.Twitter, Datacenter: 1, Machine: int64(i)}) // a node each: one maker a node
 			if err != nil {
 				t.Fatal(err)
 			}
 			exec(t, "CREATE SCHEMA "+s.Quoted()+"; "+string(b))
 			fill := func(f string) string {
-				return strings.NewReplacer("%[1]s", s.Quoted(), "%[2]s", mallory, "%[3]s", deputy, "%[4]s", super).Replace(f)
+				return strings.NewReplacer("%[1]s", s.Quoted(), "%[2]s", mallory, "%[3]s", deputy, "%[4]s", super, "%[5]s", s.Name()+catalog.PrivateSchemaSuffix).Replace(f)
 			}
 			if tt.setup != "" {
 				exec(t, fill(tt.setup))
@@ -83,7 +89,7 @@ func TestInspectUntrusted(t *testing.T) {
 				t.Errorf("foreign %q, writers %q; want %q, %q", in.Foreign, in.Writers, want(tt.foreign), want(tt.writers))
 			}
 			if len(tt.foreign)+len(tt.writers) == 0 {
-				if err != nil || in.Node.State != catalog.NodeSet || in.Node.Datacenter != 1 {
+				if err != nil || in.Node.State != catalog.NodeSet || in.Node.Datacenter != 1 || in.Node.Machine != int64(i) {
 					t.Errorf("clean schema: %+v, %v", in, err)
 				}
 				return

@@ -32,6 +32,10 @@ func (e *SchemaError) Error() string {
 // Unwrap returns ErrInvalidSchema.
 func (e *SchemaError) Unwrap() error { return ErrInvalidSchema }
 
+// MaxIdentifierLength is the longest identifier PostgreSQL keeps whole,
+// in bytes (NAMEDATALEN - 1); it cuts longer ones.
+const MaxIdentifierLength = 63
+
 // ValidateSchema checks that name is usable as sfgen's schema: 1 to 63
 // characters from a-z, 0-9 and _, not starting with a digit, and not
 // starting with pg_ (reserved by PostgreSQL), and not a reserved keyword
@@ -42,7 +46,7 @@ func ValidateSchema(name string) error {
 	switch {
 	case name == "":
 		return &SchemaError{name, "is empty"}
-	case len(name) > 63:
+	case len(name) > MaxIdentifierLength:
 		return &SchemaError{name, fmt.Sprintf("is %d bytes long", len(name))}
 	case name[0] >= '0' && name[0] <= '9':
 		return &SchemaError{name, "starts with a digit"}

@@ -185,8 +185,11 @@ func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
 				rows, err := db.Query(`
 					SELECT 'function ' || p.oid::regprocedure::text FROM pg_proc p WHERE p.pronamespace = 'ids'::regnamespace
 					UNION ALL
-					SELECT c.relkind::text || ' ' || c.relname FROM pg_class c
-					WHERE c.relnamespace = 'ids'::regnamespace AND c.relname NOT LIKE 'sfgen_db_version%'
+					SELECT c.relkind::text || ' ' || CASE WHEN n.nspname = 'ids' THEN '' ELSE n.nspname || '.' END || c.relname
+					FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+					WHERE n.nspname IN ('ids', 'ids_sfgen') AND c.relname NOT LIKE 'sfgen_db_version%'
+					UNION ALL
+					SELECT 'schema ' || n.nspname FROM pg_namespace n WHERE n.nspname = 'ids_sfgen'
 					ORDER BY 1`)
 				if err != nil {
 					t.Fatal(err)
@@ -225,7 +228,7 @@ func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
 			}
 			up := objects()
 			for _, want := range []string{"function ids.snowflake_next_id()", "function ids.snowflake_node_bits()", "S snowflake_state", "S snowflake_state_guard", "S snowflake_catch_up_guard", "r snowflake_state_lock",
-				"r snowflake_lease", "i snowflake_lease_pkey", "function ids.snowflake_lease_take(text,bigint)"} {
+				"r ids_sfgen.snowflake_lease", "i ids_sfgen.snowflake_lease_pkey", "schema ids_sfgen", "function ids.snowflake_lease_take(text,bigint)"} {
 				if !slices.Contains(up, want) {
 					t.Errorf("after Up, %q is missing from %q", want, up)
 				}

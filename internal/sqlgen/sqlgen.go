@@ -44,7 +44,7 @@ type Options struct {
 // the last of Migrations install. Releases are numbered from 1; a
 // released file never changes, and every change to the SQL is a new
 // release with a migration from the one before.
-const Latest = 3
+const Latest = catalog.Latest
 
 // ErrUnknownRelease is returned for a release number that is not 1 to
 // Latest (or, for Upgrade, 2 to Latest).
@@ -54,7 +54,7 @@ var ErrUnknownRelease = errors.New("unknown sfgen release")
 // none (UnsetNode).
 var ErrNodeAndUnset = errors.New("options both set a node and leave it unset")
 
-//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl
+//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -122,7 +122,7 @@ func ScriptAt(o Options, release int) ([]byte, error) {
 	switch release {
 	case 1:
 		return render(o, 1, "snowflake.sql.tmpl", false)
-	case 2, 3:
+	case 2, 3, 4:
 		return render(o, release, "script.sql.tmpl", false)
 	}
 	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
@@ -148,7 +148,11 @@ func Upgrade(o Options, to int) ([]byte, error) {
 		return nil, err
 	}
 	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
-	prev, err := renderParts(o, to-1, true, "compose_up", "range_up", "next_id_up")
+	parts := []string{"compose_up", "range_up", "next_id_up"}
+	if to-1 >= 3 {
+		parts = append(parts, "lease_up") // release 4 changed release 3's leases
+	}
+	prev, err := renderParts(o, to-1, true, parts...)
 	if err != nil {
 		return nil, err
 	}
@@ -242,6 +246,11 @@ const (
 	// for microseconds, so only a lock queue another role keeps blocked
 	// makes it wait that long.
 	CatchUpLockWait = 50 * time.Millisecond
+	// LeaseFutureBound is how far ahead of the database's clock the
+	// high-water mark of an expired lease's node may be before a take
+	// (from release 4) offers that node only when no other is free: its
+	// next holder's IDs would be dated that far in the future.
+	LeaseFutureBound = time.Second
 	// LockWait bounds how long an upgrade from release 1 waits for release
 	// 1's catch-up lock before it gives up, naming the session holding it.
 	LockWait = 5 * time.Second
@@ -291,7 +300,12 @@ type templateData struct {
 
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
-	LeaseFunctionNames                 []string // the names new in release 3
+	LeaseFunctionNames                 []string // the names new in release 3 (and, from release 4, its registry's): sfgen's only with its marker
+	// From release 4: the private schema of the leases, quoted and as a name.
+	Private, PrivateName string
+	// From release 4: how far ahead of the database's clock an expired
+	// node's high-water mark may be before a take offers it last.
+	LeaseFutureMs int64
 	MarkedFunctions                    []string
 	LockWaitSeconds                    int64
 	LockWaitMs                         int64 // CatchUpLockWait
@@ -364,10 +378,26 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		LeaseFunctionNames: catalog.LeaseFunctionNames,
 		LockWaitSeconds:    int64(LockWait / time.Second),
 		LockWaitMs:         CatchUpLockWait.Milliseconds(),
+		LeaseFutureMs:      LeaseFutureBound.Milliseconds(),
 	}
-	if release == 2 {
+	switch release {
+	case 2:
 		// Frozen: the lists as release 2 shipped them.
 		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions2, catalog.KnownFunctionNames2, catalog.MarkedFunctions2
+	case 3:
+		// Frozen: the lists as release 3 shipped them.
+		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions3, catalog.KnownFunctionNames3, catalog.MarkedFunctions3
+	default:
+		// Release 4's names are sfgen's only with its marker, as release 3's.
+		d.LeaseFunctionNames = append(slices.Clip(catalog.LeaseFunctionNames), catalog.RegistryFunctionNames...)
+	}
+	if release >= 4 {
+		d.PrivateName = schema + catalog.PrivateSchemaSuffix
+		if len(d.PrivateName) > pgident.MaxIdentifierLength {
+			return nil, fmt.Errorf("render sql: schema name %q is %d bytes: release %d keeps its leases in schema %s, and that name must fit PostgreSQL's %d bytes, so give sfgen a schema name of at most %d bytes",
+				schema, len(schema), release, d.PrivateName, pgident.MaxIdentifierLength, pgident.MaxIdentifierLength-len(catalog.PrivateSchemaSuffix))
+		}
+		d.Private = pgident.Quote(d.PrivateName)
 	}
 	if release == 1 {
 		// Frozen: what release 1 shipped, whatever the constants say now.
