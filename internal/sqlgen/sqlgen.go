@@ -305,10 +305,10 @@ type templateData struct {
 	Private, PrivateName string
 	// From release 4: how far ahead of the database's clock an expired
 	// node's high-water mark may be before a take offers it last.
-	LeaseFutureMs int64
-	MarkedFunctions                    []string
-	LockWaitSeconds                    int64
-	LockWaitMs                         int64 // CatchUpLockWait
+	LeaseFutureMs   int64
+	MarkedFunctions []string
+	LockWaitSeconds int64
+	LockWaitMs      int64 // CatchUpLockWait
 }
 
 func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
