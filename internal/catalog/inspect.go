@@ -9,7 +9,6 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -164,11 +163,7 @@ var sqlFS embed.FS
 
 // statements are the package's statements: Inspect's, and ReadDatabase's
 // (fleet.sql.tmpl).
-var statements = template.Must(template.New("").Funcs(template.FuncMap{"literal": pgident.QuoteLiteral}).
-	ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
-
-// functionsData is what the "functions" statement is rendered from.
-var functionsData = struct{ PrivateSuffix string }{PrivateSchemaSuffix}
+var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
 
 // Inspect reads what schema holds of sfgen through q, in two statements:
 // one of the system catalogs, then one that calls those of sfgen's
@@ -186,13 +181,13 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 		return Installed{}, fmt.Errorf("inspect: no schema given")
 	}
 	in := Installed{Schema: schema, functions: map[string]bool{}}
-	functions, err := render("functions", functionsData)
+	functions, err := render("functions", nil)
 	if err != nil {
 		return Installed{}, err
 	}
 	var have, foreign, writers string
 	var unset bool
-	if err := q.QueryRow(ctx, functions, schema.Name(), inspected, KnownFunctionNames, KnownFunctions, KnownRelations).
+	if err := q.QueryRow(ctx, functions, schema.Name(), inspected, KnownFunctionNames, KnownFunctions, KnownRelations, PrivateSchema(schema.Name())).
 		Scan(&have, &unset, &in.NativeLibrary, &in.Owner, &foreign, &writers); err != nil {
 		return Installed{}, fmt.Errorf("read sfgen's functions in schema %s: %w", schema, err)
 	}

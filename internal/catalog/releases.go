@@ -1,9 +1,13 @@
 package catalog
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 // Latest is the newest release of sfgen's SQL this build knows, renders
@@ -27,10 +31,23 @@ var MarkedFunctions3 = append(slices.Clip(MarkedFunctions2), LeaseFunctionNames.
 // registry.
 var RegistryFunctionNames = []string{"snowflake_nodes_held"}
 
-// PrivateSchemaSuffix makes, from the name of sfgen's schema, the name of
-// the schema where release 4 and later keep what no role but the owner may
-// reach (the lease table): ids_sfgen for ids.
+// PrivateSchemaSuffix ends the name of the schema where release 4 and
+// later keep what no role but the owner may reach (the lease table); see
+// PrivateSchema.
 const PrivateSchemaSuffix = "_sfgen"
+
+// PrivateSchema is the name of that schema for sfgen's schema name:
+// name + PrivateSchemaSuffix (ids_sfgen for ids) when that fits
+// PostgreSQL's 63 bytes, else the first 48 bytes of name, "_", the first
+// 8 hex digits of name's SHA-256 and the suffix. The SQL computes the same
+// (registry.sql.tmpl's private_schema).
+func PrivateSchema(name string) string {
+	if len(name)+len(PrivateSchemaSuffix) <= pgident.MaxIdentifierLength {
+		return name + PrivateSchemaSuffix
+	}
+	sum := sha256.Sum256([]byte(name))
+	return name[:48] + "_" + hex.EncodeToString(sum[:4]) + PrivateSchemaSuffix
+}
 
 // MarkedFunctions2 are release 2's MarkedFunctions, as its files list them.
 var MarkedFunctions2 = []string{

@@ -70,6 +70,10 @@ var (
 	// replace sfgen's objects, or roles other than the installing one
 	// (and superusers) can create objects in it (catalog.ErrUntrusted).
 	ErrUntrustedSchema = errors.New("schema owned by another role")
+	// ErrPrivilege: the installing role lacks a privilege the install
+	// needs (from release 4, CREATE on the database for the private
+	// schema of the leases, unless it exists).
+	ErrPrivilege = errors.New("the installing role lacks a privilege")
 	// ErrLocked: another session held the install lock for LockWait.
 	ErrLocked = errors.New("another install is running")
 	// ErrBeforeEpoch: the database's clock is before the layout's epoch,
@@ -83,6 +87,8 @@ var sentinels = map[string]error{
 	"SF102": ErrLayoutMismatch,
 	"SF103": ErrNewerRelease,
 	"SF104": ErrUntrustedSchema,
+	"SF105": ErrUntrustedSchema,
+	"SF106": ErrPrivilege,
 }
 
 // A Result tells what Apply did.
@@ -301,7 +307,7 @@ func check(ctx context.Context, conn *sql.Conn, schema, preflight string) error 
 
 // A CheckError is a schema that Apply refuses to install into, with the
 // database's one-line reason. It wraps one of ErrForeignObject,
-// ErrLayoutMismatch, ErrNewerRelease and ErrUntrustedSchema.
+// ErrLayoutMismatch, ErrNewerRelease, ErrUntrustedSchema and ErrPrivilege.
 type CheckError struct {
 	Schema  string
 	Message string

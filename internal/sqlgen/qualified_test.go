@@ -61,7 +61,7 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 					t.Fatal(err)
 				}
 				// Release 4 keeps its leases in a private schema of its own.
-				fs := sqlcheck.Check(sql, sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema), pgident.Quote(schema + catalog.PrivateSchemaSuffix)}})
+				fs := sqlcheck.Check(sql, sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema), pgident.Quote(catalog.PrivateSchema(schema))}})
 				for _, f := range fs {
 					t.Errorf("%s", f)
 				}

@@ -392,11 +392,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		d.LeaseFunctionNames = append(slices.Clip(catalog.LeaseFunctionNames), catalog.RegistryFunctionNames...)
 	}
 	if release >= 4 {
-		d.PrivateName = schema + catalog.PrivateSchemaSuffix
-		if len(d.PrivateName) > pgident.MaxIdentifierLength {
-			return nil, fmt.Errorf("render sql: schema name %q is %d bytes: release %d keeps its leases in schema %s, and that name must fit PostgreSQL's %d bytes, so give sfgen a schema name of at most %d bytes",
-				schema, len(schema), release, d.PrivateName, pgident.MaxIdentifierLength, pgident.MaxIdentifierLength-len(catalog.PrivateSchemaSuffix))
-		}
+		d.PrivateName = catalog.PrivateSchema(schema)
 		d.Private = pgident.Quote(d.PrivateName)
 	}
 	if release == 1 {

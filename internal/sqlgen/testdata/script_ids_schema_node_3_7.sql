@@ -47,6 +47,12 @@ BEGIN
     END IF;
     found := NULL;
     have_layout := NULL;
+    IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) 'ids_sfgen')
+        AND NOT pg_catalog.has_database_privilege(pg_catalog.current_database(), 'CREATE') THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF106',
+            MESSAGE = pg_catalog.format('sfgen: release 4 keeps schema %s''s node leases in a schema of their own, %s, and role %s may not create schemas in database %s: GRANT CREATE ON DATABASE %I TO %I, or have a superuser run CREATE SCHEMA %I AUTHORIZATION %I; then install again',
+                target, 'ids_sfgen', CURRENT_USER, pg_catalog.current_database(), pg_catalog.current_database(), CURRENT_USER, 'ids_sfgen', CURRENT_USER);
+    END IF;
     SELECT n.oid, n.nspowner INTO ns, ns_owner FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) target;
     IF ns IS NULL THEN
         PERFORM pg_catalog.set_config('sfgen.from_release', '0', true);
@@ -421,7 +427,8 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen')),
+        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
             pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
@@ -515,7 +522,8 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen')),
+        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
             pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
@@ -639,7 +647,8 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen')),
+        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
             pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
@@ -1001,7 +1010,8 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen')),
+        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
             pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
@@ -1214,7 +1224,8 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen')),
+        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
             pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
