@@ -47,8 +47,10 @@ type LeaseOptions struct {
 	Holder string
 	// TTL is how long the lease lasts without a renewal, from 1 second to
 	// 24 hours; 0 means DefaultLeaseTTL. The lease renews itself every
-	// TTL/3. A holder that dies (kill -9 included) frees its node a TTL
-	// after its last renewal.
+	// TTL/3 (counted from each answer). A holder that dies (kill -9
+	// included) frees its node a TTL after its last renewal, by the
+	// database's clock. A process clock ahead of the database's by more
+	// than about 2/3 TTL gets refusals from Next (see Next).
 	TTL time.Duration
 }
 
@@ -62,9 +64,13 @@ type LeaseOptions struct {
 // database with sfgen's functions of the same layout use it as its own
 // node, nor a node reserved there (snowflake_lease_reserve(), for makers
 // the database cannot see, such as other databases). Next stops, returning
-// ErrLeaseLost, before the database could give the node to anyone else:
-// it counts the TTL from before each renewal was sent, on the monotonic
-// clock. And every ID is dated from the lease's floor — above every ID of
+// ErrLeaseLost, before the database could give the node to anyone else
+// (it counts the TTL from before each renewal was sent, on the monotonic
+// clock), as long as the database's clock does not step forward: the
+// database counts expiry on its wall clock, so after a forward step a
+// second holder can have the node until this one's next renewal, for at
+// most the TTL, their IDs still unique (docs/leases.md, "When clocks
+// jump"). And every ID is dated from the lease's floor — above every ID of
 // the node's earlier holders — to its high-water mark, which each renewal
 // raises: a restarted process given the same node, even with its clock
 // behind, never repeats an ID; while its clock is behind the floor, Next
@@ -176,8 +182,16 @@ func (l *Lease) Layout() Layout { return l.layout }
 // Next returns the next ID of the leased node. Its errors: ErrLeaseLost
 // or ErrLeaseClosed (wrapped) once the lease is lost or closed; an error
 // wrapping ErrOutOfRange when the next ID would be dated after the
-// lease's high-water mark (the process's clock ahead of the database's by
-// more than the TTL, or renewals late); and a Generator's errors.
+// lease's high-water mark, which each take or renewal sets to the
+// database's clock plus the TTL (or more): that is, when the process's
+// clock is ahead of the database's by more than the TTL less the time
+// since the database ran the last successful take or renewal. Renewals
+// come TTL/3 after each answer, so a lead below two thirds of the TTL,
+// less a renewal's round trip, is never refused while they are on time;
+// a late renewal lowers that by its lateness (docs/leases.md, "How far
+// the process's clock may be ahead of the database's"). Such a refusal
+// does not end the lease: Next makes IDs again after the next renewal.
+// And a Generator's errors.
 func (l *Lease) Next() (ID, error) {
 	if time.Since(l.start) > time.Duration(l.deadline.Load()) {
 		l.end(fmt.Errorf("node %d/%d: not renewed within its TTL of %v: %w", l.dc, l.m, l.ttl, ErrLeaseLost))
