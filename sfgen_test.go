@@ -34,7 +34,7 @@ var publicAPI = []string{
 	"FirstID", "Generator", "Generator.Layout", "Generator.Next",
 	"ID", "ID.Int64", "ID.MarshalJSON", "ID.MarshalText", "ID.Scan", "ID.String", "ID.UnmarshalJSON", "ID.UnmarshalText", "ID.Value",
 	"LastID", "Layout", "Layout.Bits", "Layout.Compose", "Layout.Decompose", "Layout.Epoch", "Layout.FirstID", "Layout.IsZero", "Layout.LastID",
-	"Layout.MarshalText", "Layout.Max", "Layout.MaxTime", "Layout.Min", "Layout.MinTime", "Layout.NewGenerator", "Layout.Shift",
+	"Layout.MarshalText", "Layout.Max", "Layout.MaxTime", "Layout.Min", "Layout.MinTime", "Layout.Name", "Layout.NewGenerator", "Layout.Shift",
 	"Layout.String", "Layout.UnmarshalText", "LayoutError", "NewGenerator", "NewLayout",
 	"NullID", "NullID.MarshalJSON", "NullID.Scan", "NullID.UnmarshalJSON", "NullID.Value",
 	"ParseError", "ParseID", "ParseLayout", "Parts", "Parts.Time", "RangeError", "Twitter", "TwitterEpoch",
