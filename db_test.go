@@ -277,7 +277,7 @@ func TestREADMELease(t *testing.T) {
 	readmeLease(ctx, db, &got)
 	checkPrints(t, "readmeLease", got.String())
 	var live int
-	if err := db.QueryRow(`SELECT count(*) FROM public.snowflake_lease WHERE holder = 'orders-api' AND expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
+	if err := db.QueryRow(`SELECT count(*) FROM ` + leaseTable("public") + ` WHERE holder = 'orders-api' AND expires_at > pg_catalog.clock_timestamp()`).Scan(&live); err != nil || live != 0 {
 		t.Errorf("%d live leases of orders-api after the example (%v); want 0", live, err)
 	}
 }

@@ -15,8 +15,10 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -49,6 +51,13 @@ func leaseDB(t *testing.T, dsn, schema string, l snowflake.Layout, n node) *sql.
 	return db
 }
 
+// leaseTable is the lease table of the sfgen schema called schema: since
+// release 4, in its private schema (catalog.PrivateSchema), which only
+// the owner (these tests' role) can reach.
+func leaseTable(schema string) string {
+	return pgident.Quote(catalog.PrivateSchema(schema)) + ".snowflake_lease"
+}
+
 func take(t *testing.T, db *sql.DB, o sfgen.LeaseOptions) *sfgen.Lease {
 	t.Helper()
 	l, err := sfgen.TakeLease(context.Background(), db, o)
@@ -73,7 +82,7 @@ func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
 	}
 	// Node 0/0 was leased once, before the schema took it as its own: its
 	// expired lease must not be handed out again.
-	if _, err := db.Exec(`INSERT INTO public.snowflake_lease VALUES (0, 0, 'long gone', 7, pg_catalog.now() - interval '1 h', pg_catalog.now() - interval '1 h', 0, 0)`); err != nil {
+	if _, err := db.Exec(`INSERT INTO ` + leaseTable("public") + ` (datacenter_id, machine_id, holder, token, taken_at, expires_at, floor_ms, high_water_ms) VALUES (0, 0, 'long gone', 7, pg_catalog.now() - interval '1 h', pg_catalog.now() - interval '1 h', 0, 0)`); err != nil {
 		t.Fatal(err)
 	}
 	// Take leases until none is free: exactly one, node 1/1.
@@ -200,7 +209,7 @@ func TestLeaseLost(t *testing.T) {
 	if _, err := l.Next(); err != nil {
 		t.Fatalf("Next after 1.5 s of renewals: %v", err)
 	}
-	if _, err := db.Exec(`UPDATE public.snowflake_lease SET expires_at = pg_catalog.clock_timestamp() - interval '1 s'
+	if _, err := db.Exec(`UPDATE `+leaseTable("public")+` SET expires_at = pg_catalog.clock_timestamp() - interval '1 s'
 		WHERE datacenter_id = $1 AND machine_id = $2`, l.Datacenter(), l.Machine()); err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +238,7 @@ func TestLeaseReleaseKeepsFloor(t *testing.T) {
 		}
 	}
 	ahead := time.Now().Add(time.Hour).UnixMilli()
-	if _, err := db.Exec(`INSERT INTO public.snowflake_lease VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
+	if _, err := db.Exec(`INSERT INTO `+leaseTable("public")+` (datacenter_id, machine_id, holder, token, taken_at, expires_at, floor_ms, high_water_ms) VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
 		t.Fatal(err)
 	}
 	var token, floor, high int64
@@ -243,7 +252,7 @@ func TestLeaseReleaseKeepsFloor(t *testing.T) {
 	if err := db.QueryRow(`SELECT public.snowflake_lease_release(1, 1, $1, 0)`, token).Scan(&ok); err != nil || !ok {
 		t.Fatalf("release: %v %v", ok, err)
 	}
-	if err := db.QueryRow(`SELECT high_water_ms FROM public.snowflake_lease WHERE datacenter_id = 1 AND machine_id = 1`).Scan(&high); err != nil {
+	if err := db.QueryRow(`SELECT high_water_ms FROM ` + leaseTable("public") + ` WHERE datacenter_id = 1 AND machine_id = 1`).Scan(&high); err != nil {
 		t.Fatal(err)
 	}
 	if high != ahead {
@@ -300,7 +309,7 @@ func TestLeaseStartsAboveHighWater(t *testing.T) {
 		}
 	}
 	ahead := time.Now().Add(10 * time.Minute).UnixMilli()
-	if _, err := db.Exec(`INSERT INTO public.snowflake_lease VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
+	if _, err := db.Exec(`INSERT INTO `+leaseTable("public")+` (datacenter_id, machine_id, holder, token, taken_at, expires_at, floor_ms, high_water_ms) VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
 		t.Fatal(err)
 	}
 	l := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
