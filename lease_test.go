@@ -438,9 +438,12 @@ func (h *holder) kill(t *testing.T) []int64 {
 // node of its own and inserting at once, and two processes holding leases
 // from the first (which knows the other two databases' nodes by their
 // reservations). Every ID is unique; the leases differ from each other and
-// from the databases' nodes. One holder is killed with SIGKILL: its node
-// is not leased again before its TTL and is after it; the next holder of
-// that node starts above the killed one's last ID.
+// from the databases' nodes. Both holders are killed with SIGKILL; the
+// leases closed meanwhile free their nodes at once, but a killed holder's
+// node is not leased again before its lease expires, nor (release 4) until
+// a TTL after the database first saw it expired, and is leased once that
+// TTL is over; the next holder of that node starts above the killed one's
+// last ID, and its IDs repeat none of the fleet's.
 func TestLeaseFleet(t *testing.T) {
 	// The tiny layout's four nodes: three databases and one lease at a
 	// time would use them all, so this fleet uses two bits of machine.
@@ -528,20 +531,73 @@ func TestLeaseFleet(t *testing.T) {
 		}
 	}
 	t.Logf("%d IDs, all unique; holders %s and %s", len(ids), a.node, b.node)
-	// Every node free again but the killed holders': not before their TTL.
+	// Every node free again but the killed holders': the closed leases'
+	// at once, the killed holders' not before their leases expire.
+	closed := map[node]bool{}
 	for _, l := range blockers {
-		l.Close(context.Background())
+		closed[node{l.Datacenter(), l.Machine()}] = true
+		if err := l.Close(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	var again []*sfgen.Lease
 	for range 3 {
-		again = append(again, take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute}))
+		l := take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute})
+		if n := (node{l.Datacenter(), l.Machine()}); !closed[n] {
+			t.Fatalf("with the closed leases' nodes free, a lease of node %s; want one of theirs", n)
+		}
+		again = append(again, l)
 	}
 	if time.Since(killed) < 2*time.Second {
 		if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
 			t.Fatalf("a killed holder's node was leased within its TTL: %v %v", l, err)
 		}
 	}
-	time.Sleep(time.Until(killed.Add(2500 * time.Millisecond)))
+	// Once both killed leases have expired on the database's clock, their
+	// nodes stay theirs a TTL more: a step of the database's clock must
+	// not give a node to another holder while its holder still counts it
+	// as its own.
+	killedRows := `FROM ` + leaseTable("public") + ` WHERE (datacenter_id, machine_id) IN (($1, $2), ($3, $4))`
+	args := []any{a.node.dc, a.node.m, b.node.dc, b.node.m}
+	for expired := 0; expired < 2; {
+		if time.Since(killed) > 10*time.Second {
+			t.Fatalf("the killed holders' leases (2 s TTL) have not expired 10 s after: %d of 2", expired)
+		}
+		time.Sleep(50 * time.Millisecond)
+		if err := dbs[0].QueryRow(`SELECT count(*) `+killedRows+` AND expires_at <= pg_catalog.clock_timestamp()`, args...).Scan(&expired); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
+		t.Fatalf("a killed holder's node was leased as soon as its lease expired, not a TTL after: %v %v", l, err)
+	}
+	// A take that gets a node records when it first saw them expired (if
+	// none had before): the one that gets the node a lease gives back now.
+	// (One that fails, as the one above, records nothing: the release 4 SQL
+	// bug of TestLeaseExpiredNodeFreeWhenNoneIs.) They are free a TTL
+	// (2 s) later, and not before.
+	gave := node{again[0].Datacenter(), again[0].Machine()}
+	if err := again[0].Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if l := take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); (node{l.Datacenter(), l.Machine()}) != gave {
+		t.Fatalf("with node %s given back, a lease of node %d/%d; want %s", gave, l.Datacenter(), l.Machine(), gave)
+	}
+	if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
+		t.Fatalf("a killed holder's node was leased less than a TTL after its lease was seen expired: %v %v", l, err)
+	}
+	var seen int
+	var waitMs int64
+	if err := dbs[0].QueryRow(`SELECT count(expired_seen_at), COALESCE(pg_catalog.ceil(1000 * pg_catalog.date_part('epoch',
+			max(expired_seen_at + ttl_ms * interval '1 ms') - pg_catalog.clock_timestamp()))::bigint, 0)
+		`+killedRows, args...).Scan(&seen, &waitMs); err != nil {
+		t.Fatal(err)
+	}
+	wait := time.Duration(waitMs) * time.Millisecond
+	if seen != 2 || wait <= 0 || wait > 2*time.Second {
+		t.Fatalf("the killed holders' leases: %d seen expired, free in %v; want 2, in at most their 2 s TTL", seen, wait)
+	}
+	time.Sleep(wait + 200*time.Millisecond)
 	last := map[node]int64{a.node: aIDs[len(aIDs)-1], b.node: bIDs[len(bIDs)-1]}
 	for range 2 {
 		l := take(t, dbs[0], sfgen.LeaseOptions{TTL: time.Minute})
@@ -550,13 +606,20 @@ func TestLeaseFleet(t *testing.T) {
 		if !ok {
 			t.Fatalf("after the TTL, lease of node %s; want a killed holder's", n)
 		}
-		id, err := l.Next()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if int64(id) <= prev {
-			t.Errorf("node %s's next holder starts at %d, not above the killed holder's last ID %d", n, id, prev)
+		delete(last, n)
+		for i := range 1000 {
+			id, err := l.Next()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if i == 0 && int64(id) <= prev {
+				t.Errorf("node %s's next holder starts at %d, not above the killed holder's last ID %d", n, id, prev)
+			}
+			if o, dup := ids[int64(id)]; dup {
+				t.Errorf("ID %d from node %s's next holder and %s", id, n, o)
+			}
+			ids[int64(id)] = "next holder of " + n.String()
 		}
 	}
-	_ = again
 }
+
