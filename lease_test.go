@@ -58,6 +58,14 @@ func leaseTable(schema string) string {
 	return pgident.Quote(catalog.PrivateSchema(schema)) + ".snowflake_lease"
 }
 
+// leased says which node l has, for messages: "no lease" when l is nil.
+func leased(l *sfgen.Lease) string {
+	if l == nil {
+		return "no lease"
+	}
+	return fmt.Sprintf("a lease of node %d/%d", l.Datacenter(), l.Machine())
+}
+
 func take(t *testing.T, db *sql.DB, o sfgen.LeaseOptions) *sfgen.Lease {
 	t.Helper()
 	l, err := sfgen.TakeLease(context.Background(), db, o)
@@ -70,8 +78,9 @@ func take(t *testing.T, db *sql.DB, o sfgen.LeaseOptions) *sfgen.Lease {
 
 // TestLeaseAvoidsEveryNodeInUse: with a layout of four nodes, one the
 // schema's own, one another schema's of the same layout, one reserved,
-// the only lease to be had is the fourth node; then none is free. A
-// schema of another layout does not count.
+// the only lease to be had is the fourth node; then none is free, in this
+// schema or (release 4) in the other one, which its lease and reservation
+// hold too. A schema of another layout does not count.
 func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	db := leaseDB(t, dsn, "public", tinyLayout, node{0, 0})
@@ -106,6 +115,11 @@ func TestLeaseAvoidsEveryNodeInUse(t *testing.T) {
 	}
 	if len(got) != 1 || got[0] != (node{1, 1}) {
 		t.Fatalf("leases of nodes %v; want just 1/1, the only node not in use", got)
+	}
+	// The other schema of the layout: its own node, this schema's and the
+	// reservation and lease held here leave it none.
+	if l, err := sfgen.TakeLease(context.Background(), db, sfgen.LeaseOptions{Schema: "other", TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
+		t.Fatalf("TakeLease in schema other with the four nodes held in public and other: %v %v; want ErrNoFreeNode", leased(l), err)
 	}
 	l := leases[0]
 	if l.Layout().String() != tinyLayout.String() {
@@ -298,21 +312,32 @@ func TestLeaseLostUnreachable(t *testing.T) {
 
 // TestLeaseStartsAboveHighWater: a node whose last holder's high-water
 // mark lies ahead of the clock (its clock was ahead, or this one's is
-// behind) is leased with IDs dated above that mark, made without waiting
-// for the clock to get there.
+// behind) is leased last (release 4: after a node never leased, though it
+// expired long ago), and then with IDs dated above that mark, made without
+// waiting for the clock to get there.
 func TestLeaseStartsAboveHighWater(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	db := leaseDB(t, dsn, "public", tinyLayout, node{0, 0})
-	for _, n := range []node{{0, 1}, {1, 0}} {
-		if _, err := db.Exec(`SELECT public.snowflake_lease_reserve($1, $2, 'elsewhere')`, n.dc, n.m); err != nil {
-			t.Fatal(err)
-		}
-	}
-	ahead := time.Now().Add(10 * time.Minute).UnixMilli()
-	if _, err := db.Exec(`INSERT INTO `+leaseTable("public")+` (datacenter_id, machine_id, holder, token, taken_at, expires_at, floor_ms, high_water_ms) VALUES (1, 1, 'gone', 7, pg_catalog.now(), pg_catalog.now() - interval '1 s', 0, $1)`, ahead); err != nil {
+	if _, err := db.Exec(`SELECT public.snowflake_lease_reserve(0, 1, 'elsewhere')`); err != nil {
 		t.Fatal(err)
 	}
+	ahead := time.Now().Add(10 * time.Minute).UnixMilli()
+	if _, err := db.Exec(`INSERT INTO `+leaseTable("public")+` (datacenter_id, machine_id, holder, token, taken_at, expires_at, floor_ms, high_water_ms) VALUES (1, 1, 'gone', 7, pg_catalog.now() - interval '1 h', pg_catalog.now() - interval '1 h', 0, $1)`, ahead); err != nil {
+		t.Fatal(err)
+	}
+	// Node 1/0, never leased, comes before 1/1, whose high-water mark is
+	// more than sqlgen.LeaseFutureBound ahead.
+	if ahead-time.Now().UnixMilli() <= sqlgen.LeaseFutureBound.Milliseconds() {
+		t.Fatal("the high-water mark is not beyond sqlgen.LeaseFutureBound")
+	}
+	first := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
+	if n := (node{first.Datacenter(), first.Machine()}); n != (node{1, 0}) {
+		t.Fatalf("first lease of node %s; want 1/0, never leased, before 1/1, dated 10 min ahead", n)
+	}
 	l := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
+	if n := (node{l.Datacenter(), l.Machine()}); n != (node{1, 1}) {
+		t.Fatalf("second lease of node %s; want 1/1, the only one left", n)
+	}
 	var last sfgen.ID
 	start := time.Now()
 	// More than one millisecond's sequence (2^16), without waiting ten minutes.
@@ -550,7 +575,7 @@ func TestLeaseFleet(t *testing.T) {
 	}
 	if time.Since(killed) < 2*time.Second {
 		if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
-			t.Fatalf("a killed holder's node was leased within its TTL: %v %v", l, err)
+			t.Fatalf("a killed holder's node was leased within its TTL: %v %v", leased(l), err)
 		}
 	}
 	// Once both killed leases have expired on the database's clock, their
@@ -569,7 +594,7 @@ func TestLeaseFleet(t *testing.T) {
 		}
 	}
 	if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
-		t.Fatalf("a killed holder's node was leased as soon as its lease expired, not a TTL after: %v %v", l, err)
+		t.Fatalf("a killed holder's node was leased as soon as its lease expired, not a TTL after: %v %v", leased(l), err)
 	}
 	// A take that gets a node records when it first saw them expired (if
 	// none had before): the one that gets the node a lease gives back now.
@@ -584,7 +609,7 @@ func TestLeaseFleet(t *testing.T) {
 		t.Fatalf("with node %s given back, a lease of node %d/%d; want %s", gave, l.Datacenter(), l.Machine(), gave)
 	}
 	if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
-		t.Fatalf("a killed holder's node was leased less than a TTL after its lease was seen expired: %v %v", l, err)
+		t.Fatalf("a killed holder's node was leased less than a TTL after its lease was seen expired: %v %v", leased(l), err)
 	}
 	var seen int
 	var waitMs int64
