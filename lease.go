@@ -25,7 +25,10 @@ var (
 	// ErrLeaseClosed is returned by Lease.Next after Close.
 	ErrLeaseClosed = errors.New("node lease closed")
 	// ErrNoFreeNode is returned by TakeLease when every node of the
-	// layout is leased, reserved or a schema's own in that database.
+	// layout is leased, reserved or a schema's own in that database, in
+	// any of its sfgen schemas of that layout (release 4), or held by a
+	// lease whose holder stopped renewing it and that the database first
+	// saw expired less than its TTL ago.
 	ErrNoFreeNode = errors.New("no free node to lease")
 	// ErrNoLeases is returned by TakeLease for a schema whose sfgen
 	// release predates leases (release 3), or that has no sfgen install.
@@ -39,18 +42,25 @@ const DefaultLeaseTTL = 15 * time.Second
 // how long.
 type LeaseOptions struct {
 	// Schema is the schema with sfgen's functions (release 3 or later)
-	// whose lease table hands out the node; "" means "public". Its layout
-	// is the lease's.
+	// whose snowflake_lease_take() hands out the node; "" means "public".
+	// Its layout is the lease's. (Release 4 keeps its lease table in a
+	// private schema, such as public_sfgen, that no lease client can
+	// reach; release 3 kept it in the schema.)
 	Schema string
 	// Holder names the lease's holder in the lease table; "" means the
 	// host name and process id.
 	Holder string
 	// TTL is how long the lease lasts without a renewal, from 1 second to
 	// 24 hours; 0 means DefaultLeaseTTL. The lease renews itself every
-	// TTL/3 (counted from each answer). A holder that dies (kill -9
-	// included) frees its node a TTL after its last renewal, by the
-	// database's clock. A process clock ahead of the database's by more
-	// than about 2/3 TTL gets refusals from Next (see Next).
+	// TTL/3 (counted from each answer). The lease of a holder that dies
+	// (kill -9 included) expires a TTL after its last renewal; on release 4
+	// its node is free again only a TTL after the database first saw that
+	// lease expired (so at least two TTLs after the last renewal), so that a
+	// step of the database's clock cannot give the node to another holder
+	// while this one still counts it as its own. Release 3 frees it as soon
+	// as the lease expires. A lease given back with Close frees its node at
+	// once. A process clock ahead of the database's by more than about 2/3
+	// TTL gets refusals from Next (see Next).
 	TTL time.Duration
 }
 
@@ -59,18 +69,23 @@ type LeaseOptions struct {
 // itself in the background while the process lives, until Close. Its Next
 // makes IDs like a Generator's, and is safe for any number of goroutines.
 //
-// A lease guarantees three things. No other lease of that database
-// schema holds its node at the same time, nor does any schema of the
-// database with sfgen's functions of the same layout use it as its own
-// node, nor a node reserved there (snowflake_lease_reserve(), for makers
-// the database cannot see, such as other databases). Next stops, returning
-// ErrLeaseLost, before the database could give the node to anyone else
-// (it counts the TTL from before each renewal was sent, on the monotonic
-// clock), as long as the database's clock does not step forward: the
-// database counts expiry on its wall clock, so after a forward step a
-// second holder can have the node until this one's next renewal, for at
-// most the TTL, their IDs still unique (docs/leases.md, "When clocks
-// jump"). And every ID is dated from the lease's floor — above every ID of
+// A lease guarantees three things. In that database one maker at a time
+// holds its node: no other lease or reservation (snowflake_lease_reserve(),
+// for makers the database cannot see, such as other databases) holds it,
+// in any schema of the database with sfgen's functions of the same layout
+// (release 4; release 3 sees only the leases and reservations of the
+// lease's own schema), nor does any such schema use it as its own node.
+// Release 4 also refuses to give a leased node to a schema
+// (snowflake_set_node(), a first install) or a reservation while the
+// lease holds it. (The registry reads the lease tables that the schema's
+// owner may read; `sfgen node --dsn` shows the rest.) Next stops,
+// returning ErrLeaseLost, before the database could give the node to
+// anyone else: it counts the TTL from before each renewal was sent, on
+// the monotonic clock, and release 4 keeps the node a TTL more after the
+// database first saw the lease expired, so a forward step of the
+// database's clock does not give it to a second holder (on release 3 it
+// can, for at most the TTL, the IDs still unique: docs/leases.md, "When
+// clocks jump"). And every ID is dated from the lease's floor — above every ID of
 // the node's earlier holders — to its high-water mark, which each renewal
 // raises: a restarted process given the same node, even with its clock
 // behind, never repeats an ID; while its clock is behind the floor, Next
@@ -217,9 +232,10 @@ func (l *Lease) Err() error {
 
 // Close stops the lease's renewals and Next, and gives the node back to
 // the database at once, with the time of its last ID, so that its next
-// holder starts above that rather than above the high-water mark. It
-// returns an error only if the database could not be told; the lease
-// then expires after its TTL.
+// holder starts above that rather than above the high-water mark: the
+// node is free again at once. It returns an error only if the database
+// could not be told; the lease then expires after its TTL, and (release
+// 4) its node is free a TTL after the database first saw it expired.
 func (l *Lease) Close(ctx context.Context) error {
 	var err error
 	l.closeOnce.Do(func() {
