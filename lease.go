@@ -156,10 +156,10 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 	l := &Lease{db: db, schema: q, layout: layout, ttl: ttl, start: time.Now(),
 		stop: make(chan struct{}), done: make(chan struct{})}
 	sent := time.Since(l.start)
-	var floor, high int64
+	var dc, m, token, floor, high sql.NullInt64
 	err = db.QueryRowContext(ctx, `SELECT datacenter_id, machine_id, token, floor_ms, high_water_ms FROM `+q+
 		`.snowflake_lease_take($1::pg_catalog.text, $2::bigint)`, holder, ttl.Milliseconds()).
-		Scan(&l.dc, &l.m, &l.token, &floor, &high)
+		Scan(&dc, &m, &token, &floor, &high)
 	if err != nil {
 		// pgx's and lib/pq's errors say their SQLSTATE so.
 		var state interface{ SQLState() string }
@@ -168,8 +168,14 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 		}
 		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)
 	}
+	if !dc.Valid {
+		// Release 4: none free now, but the take saw expired leases whose
+		// nodes are free a TTL from now (an error would have undone that).
+		return nil, fmt.Errorf("take a node lease in schema %s: none is free now; the nodes of leases that expired are free again a TTL after the database first saw them expired: %w", schema, ErrNoFreeNode)
+	}
+	l.dc, l.m, l.token = dc.Int64, m.Int64, token.Int64
 	l.deadline.Store(int64(sent + ttl - margin(ttl)))
-	l.gen, err = layout.l.NewGeneratorWithin(l.dc, l.m, max(floor, layout.Epoch()), high)
+	l.gen, err = layout.l.NewGeneratorWithin(l.dc, l.m, max(floor.Int64, layout.Epoch()), high.Int64)
 	if err != nil {
 		// The database's clock is outside the layout's range, or it
 		// handed out a lease this sfgen cannot use: give it back.

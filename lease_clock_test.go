@@ -74,7 +74,7 @@ func callNext(t *testing.T, l *sfgen.Lease, stop <-chan struct{}) <-chan []call 
 // lease row.
 func leaseTimes(t *testing.T, db *sql.DB, l *sfgen.Lease) (taken, expires time.Time) {
 	t.Helper()
-	if err := db.QueryRow(`SELECT taken_at, expires_at FROM public.snowflake_lease WHERE datacenter_id = $1 AND machine_id = $2`,
+	if err := db.QueryRow(`SELECT taken_at, expires_at FROM `+leaseTable("public")+` WHERE datacenter_id = $1 AND machine_id = $2`,
 		l.Datacenter(), l.Machine()).Scan(&taken, &expires); err != nil {
 		t.Fatal(err)
 	}

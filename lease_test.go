@@ -596,11 +596,11 @@ func TestLeaseFleet(t *testing.T) {
 	if l, err := sfgen.TakeLease(context.Background(), dbs[0], sfgen.LeaseOptions{TTL: time.Minute}); !errors.Is(err, sfgen.ErrNoFreeNode) {
 		t.Fatalf("a killed holder's node was leased as soon as its lease expired, not a TTL after: %v %v", leased(l), err)
 	}
-	// A take that gets a node records when it first saw them expired (if
-	// none had before): the one that gets the node a lease gives back now.
-	// (One that fails, as the one above, records nothing: the release 4 SQL
-	// bug of TestLeaseExpiredNodeFreeWhenNoneIs.) They are free a TTL
-	// (2 s) later, and not before.
+	// The take above recorded when it first saw them expired (a take that
+	// finds none free returns no node rather than an error, which would
+	// undo that: TestLeaseExpiredNodeFreeWhenNoneIs), and so would the one
+	// that gets the node a lease gives back now. They are free a TTL (2 s)
+	// later, and not before.
 	gave := node{again[0].Datacenter(), again[0].Machine()}
 	if err := again[0].Close(context.Background()); err != nil {
 		t.Fatal(err)
@@ -655,7 +655,6 @@ func TestLeaseFleet(t *testing.T) {
 // of a free node: the takes that find none must not keep the node held
 // for ever.
 func TestLeaseExpiredNodeFreeWhenNoneIs(t *testing.T) {
-	t.Skip("release 4 SQL bug: snowflake_lease_take() records expired_seen_at (registry.sql.tmpl, node_holders) in the transaction it then aborts with SF202, so a take that finds no node free rolls the record back; with every node in use no take ever succeeds, and an expired lease's node is never free again")
 	db := leaseDB(t, pgtest.DSN(t), "public", tinyLayout, node{0, 0})
 	for _, n := range []node{{0, 1}, {1, 0}} {
 		if _, err := db.Exec(`SELECT public.snowflake_lease_reserve($1, $2, 'elsewhere')`, n.dc, n.m); err != nil {

@@ -73,23 +73,6 @@ BEGIN
             MESSAGE = pg_catalog.format('sfgen: schema %s is owned by role %s, who could drop or replace what sfgen installs there; install into a schema owned by %s (or by the database owner)',
                 target, ns_owner::pg_catalog.regrole, CURRENT_USER);
     END IF;
-    -- Roles other than superusers and those that can act as the schema's
-    -- owner or the installing role can create objects in the schema: an
-    -- overload or a look-alike of sfgen's functions, a version table with
-    -- a trigger, each waiting for a superuser to call it.
-    SELECT pg_catalog.string_agg(w.name, ', ' ORDER BY w.name) INTO found
-    FROM (SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END AS name
-        FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(COALESCE(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
-        WHERE n.oid OPERATOR(pg_catalog.=) ns AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
-            AND (a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
-                OR NOT (COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) a.grantee), false)
-                    OR pg_catalog.pg_has_role(a.grantee, ns_owner, 'MEMBER') OR pg_catalog.pg_has_role(a.grantee, me, 'MEMBER')))) AS w;
-    IF found IS NOT NULL THEN
-        RAISE EXCEPTION USING ERRCODE = 'SF105',
-            MESSAGE = pg_catalog.format('sfgen: schema %s is not trusted: %s can create objects in it, such as overloads of sfgen''s functions; sfgen installs only into a schema where no role but its owner (and superusers) can: REVOKE CREATE ON SCHEMA %I FROM %s, or install into a schema of its own',
-                target, CASE WHEN found OPERATOR(pg_catalog.=) 'PUBLIC' THEN 'every role (PUBLIC)' ELSE 'role ' OPERATOR(pg_catalog.||) found END, target, found);
-    END IF;
-    found := NULL;
     -- Objects under sfgen's names that are not sfgen's, or not the
     -- installing role's.
     SELECT pg_catalog.string_agg(o.what, ', ' ORDER BY o.what) INTO found
@@ -132,6 +115,23 @@ BEGIN
             MESSAGE = pg_catalog.format('sfgen: schema %s already has %s, which sfgen did not create as role %s; sfgen will not adopt objects another role could control: drop or rename them, or install into another schema',
                 target, found, CURRENT_USER);
     END IF;
+    -- Roles other than superusers and those that can act as the schema's
+    -- owner or the installing role can create objects in the schema: an
+    -- overload or a look-alike of sfgen's functions, a version table with
+    -- a trigger, each waiting for a superuser to call it.
+    SELECT pg_catalog.string_agg(w.name, ', ' ORDER BY w.name) INTO found
+    FROM (SELECT DISTINCT CASE WHEN a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid THEN 'PUBLIC' ELSE a.grantee::pg_catalog.regrole::pg_catalog.text END AS name
+        FROM pg_catalog.pg_namespace n, pg_catalog.aclexplode(COALESCE(n.nspacl, pg_catalog.acldefault('n', n.nspowner))) AS a
+        WHERE n.oid OPERATOR(pg_catalog.=) ns AND a.privilege_type OPERATOR(pg_catalog.=) 'CREATE'
+            AND (a.grantee OPERATOR(pg_catalog.=) 0::pg_catalog.oid
+                OR NOT (COALESCE((SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) a.grantee), false)
+                    OR pg_catalog.pg_has_role(a.grantee, ns_owner, 'MEMBER') OR pg_catalog.pg_has_role(a.grantee, me, 'MEMBER')))) AS w;
+    IF found IS NOT NULL THEN
+        RAISE EXCEPTION USING ERRCODE = 'SF105',
+            MESSAGE = pg_catalog.format('sfgen: schema %s is not trusted: %s can create objects in it, such as overloads of sfgen''s functions; sfgen installs only into a schema where no role but its owner (and superusers) can: REVOKE CREATE ON SCHEMA %I FROM %s, or install into a schema of its own',
+                target, CASE WHEN found OPERATOR(pg_catalog.=) 'PUBLIC' THEN 'every role (PUBLIC)' ELSE 'role ' OPERATOR(pg_catalog.||) found END, target, found);
+    END IF;
+    found := NULL;
     -- What is installed: release 1 has snowflake_layout() but no
     -- snowflake_release().
     IF pg_catalog.to_regprocedure('"ids".snowflake_layout()') IS NOT NULL THEN
@@ -433,6 +433,8 @@ held_bits bigint[] := '{}';
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
+    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_rows integer;
 BEGIN
 FOR holders_s IN
         SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
@@ -465,6 +467,8 @@ FOR holders_s IN
             -- another maker while its holder still counts it as its own.
             EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
                 WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
+            GET DIAGNOSTICS holders_rows = ROW_COUNT;
+            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
         END IF;
         EXECUTE pg_catalog.format($q$SELECT
                 COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
@@ -518,6 +522,8 @@ held_bits bigint[] := '{}';
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
+    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_rows integer;
 BEGIN
     IF datacenter_id OPERATOR(pg_catalog.<) 0 OR datacenter_id OPERATOR(pg_catalog.>) 31 THEN
         RAISE EXCEPTION USING ERRCODE = 'numeric_value_out_of_range',
@@ -562,6 +568,8 @@ FOR holders_s IN
             -- another maker while its holder still counts it as its own.
             EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
                 WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
+            GET DIAGNOSTICS holders_rows = ROW_COUNT;
+            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
         END IF;
         EXECUTE pg_catalog.format($q$SELECT
                 COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
@@ -636,6 +644,8 @@ held_bits bigint[] := '{}';
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
+    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_rows integer;
 BEGIN
     -- The node, on the first install only: running this again, or an
     -- upgrade, keeps the node that snowflake_set_node() chose. (Also run
@@ -689,6 +699,8 @@ FOR holders_s IN
             -- another maker while its holder still counts it as its own.
             EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
                 WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
+            GET DIAGNOSTICS holders_rows = ROW_COUNT;
+            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
         END IF;
         EXECUTE pg_catalog.format($q$SELECT
                 COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
@@ -1014,6 +1026,8 @@ held_bits bigint[] := '{}';
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
+    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_rows integer;
     now_ts pg_catalog.timestamptz;
     now_ms bigint;
     until_ts pg_catalog.timestamptz;
@@ -1066,6 +1080,8 @@ FOR holders_s IN
             -- another maker while its holder still counts it as its own.
             EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
                 WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
+            GET DIAGNOSTICS holders_rows = ROW_COUNT;
+            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
         END IF;
         EXECUTE pg_catalog.format($q$SELECT
                 COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
@@ -1145,6 +1161,14 @@ FOR holders_s IN
             dc := NULL;
         END LOOP;
     END LOOP;
+    IF holders_marked OPERATOR(pg_catalog.>) 0 THEN
+        -- This call saw leases expired for the first time: their nodes are
+        -- free a TTL from now. An error would undo that mark (and in a
+        -- full pool no call would ever make it), so: no node (NULLs).
+        RAISE NOTICE USING MESSAGE = pg_catalog.format('sfgen: no node is free in schema %s now; %s expired %s free again a TTL from now',
+            'ids', holders_marked, CASE WHEN holders_marked OPERATOR(pg_catalog.=) 1 THEN 'lease''s node is' ELSE 'leases'' nodes are' END);
+        RETURN;
+    END IF;
     RAISE EXCEPTION USING ERRCODE = 'SF202',
         MESSAGE = pg_catalog.format('sfgen: no node is free in schema %s: the nodes of layout %s are leased, reserved or used by a schema of this database (or were, less than a TTL ago)',
             'ids', 'epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12');
@@ -1154,7 +1178,7 @@ $fn$;
 
 REVOKE ALL ON FUNCTION "ids".snowflake_lease_take(pg_catalog.text, bigint) FROM PUBLIC;
 COMMENT ON FUNCTION "ids".snowflake_lease_take(pg_catalog.text, bigint) IS
-    'Leases a free node of layout epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12 to holder for ttl_ms milliseconds (1000 to 86400000): one that no lease (nor one that expired less than its TTL ago), reservation or schema of this database holds. Its IDs must be dated from floor_ms to high_water_ms (Unix ms); renew with snowflake_lease_renew() before expires_at. EXECUTE is the owner''s; GRANT it to the roles of the services that lease. Generated by sfgen release 4.';
+    'Leases a free node of layout epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12 to holder for ttl_ms milliseconds (1000 to 86400000): one that no lease (nor one that expired less than its TTL ago), reservation or schema of this database holds. No row of values (NULLs) when none is free but some expired lease''s node will be a TTL from now; SF202 when none will. Its IDs must be dated from floor_ms to high_water_ms (Unix ms); renew with snowflake_lease_renew() before expires_at. EXECUTE is the owner''s; GRANT it to the roles of the services that lease. Generated by sfgen release 4.';
 
 -- +goose StatementBegin
 CREATE OR REPLACE FUNCTION "ids".snowflake_lease_renew(datacenter_id integer, machine_id integer, token bigint, ttl_ms bigint,
@@ -1242,6 +1266,8 @@ held_bits bigint[] := '{}';
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
+    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_rows integer;
     done boolean;
     leased boolean;
 BEGIN
@@ -1286,6 +1312,8 @@ FOR holders_s IN
             -- another maker while its holder still counts it as its own.
             EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
                 WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
+            GET DIAGNOSTICS holders_rows = ROW_COUNT;
+            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
         END IF;
         EXECUTE pg_catalog.format($q$SELECT
                 COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
