@@ -20,6 +20,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -869,3 +870,45 @@ func TestApplyUnsetNode(t *testing.T) {
 
 // pgQuote quotes s as an SQL string literal.
 func pgQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", "''") + "'" }
+
+// TestApplyNeedsThePrivateSchema: from release 4 the leases live in a
+// schema of their own (catalog.PrivateSchema), which the installing role
+// must be able to make. A role that may create in public but not create
+// schemas in the database (as app roles often are; any other schema
+// already needed CREATE on the database) is refused (ErrPrivilege) before
+// anything changes, with both fixes named; once a superuser has made the
+// private schema for it, the install goes through and uses that schema.
+func TestApplyNeedsThePrivateSchema(t *testing.T) {
+	db, _ := database(t)
+	dsn := dsnOf(t, db)
+	schema := catalog.Public.Name()
+	role, roleDSN := pgtest.LoginRole(t, dsn, "app", "")
+	if _, err := db.Exec("GRANT CREATE ON SCHEMA public TO " + role); err != nil {
+		t.Fatal(err)
+	}
+	app, err := sql.Open("pgx", roleDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	before := objects(t, db, schema)
+	private := catalog.PrivateSchema(schema)
+	_, err = Apply(context.Background(), app, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: true})
+	if !errors.Is(err, ErrPrivilege) || !strings.Contains(err.Error(), "GRANT CREATE ON DATABASE") ||
+		!strings.Contains(err.Error(), "CREATE SCHEMA "+private+" AUTHORIZATION "+role) {
+		t.Fatalf("Apply as a role without CREATE on the database = %v; want ErrPrivilege naming the GRANT and the CREATE SCHEMA", err)
+	}
+	if after := objects(t, db, schema); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a refused Apply changed the schema:\n  before %v\n  after  %v", before, after)
+	}
+	if _, err := db.Exec("CREATE SCHEMA " + private + " AUTHORIZATION " + role); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(context.Background(), app, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: true}); err != nil {
+		t.Fatalf("Apply with the private schema made for it: %v", err)
+	}
+	var table bool
+	if err := db.QueryRow("SELECT to_regclass($1) IS NOT NULL", private+".snowflake_lease").Scan(&table); err != nil || !table {
+		t.Errorf("no lease table in %s after the install: %v", private, err)
+	}
+}

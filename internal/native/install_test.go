@@ -55,7 +55,7 @@ func TestInstallRefuses(t *testing.T) {
 	mustExec(t, conn, "CREATE SCHEMA empty")
 	// A schema whose guard another role owns: Install refuses it before it
 	// replaces anything, as catalog.Inspect finds it untrusted.
-	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: "alien"})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: "alien", Machine: 1}) // a node of its own
 	stranger := pgtest.Role(t, dsn, "native_stranger", "")
 	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_catch_up_guard OWNER TO "+stranger)
 	_, appDSN := pgtest.LoginRole(t, dsn, "native_installer", "")
