@@ -193,11 +193,14 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 		}
 		return nil, err
 	}
-	if before.Release == 0 && o.UnsetNode {
-		// The release line starts with release 1, which sets a node (0/0)
-		// where there is none: first give the schema the node the latest
-		// release's first install would (the session's settings, or none),
-		// so that no moment passes with a node nobody chose.
+	if before.Release == 0 {
+		// The release line starts with release 1, which sets a node (0/0,
+		// or the one asked for) where there is none, unchecked: first give
+		// the schema the node the latest release's first install would
+		// (the one asked for, else the session's settings, or none), so
+		// that no moment passes with a node nobody chose, and so that the
+		// node registry (release 4) refuses one another maker of the
+		// database holds (SF204).
 		if err := firstNode(ctx, conn, o); err != nil {
 			if !tableExisted {
 				undo(conn, schema, !schemaExisted)
