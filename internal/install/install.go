@@ -280,15 +280,22 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema c
 // the schema holds.
 func trusted(ctx context.Context, conn *sql.Conn, schema catalog.Schema) (catalog.Installed, error) {
 	in, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
+	return in, untrustedCheck(schema.Name(), err)
+}
+
+// untrustedCheck turns an *catalog.UntrustedError in err into the
+// CheckError of the install's trust check (ErrForeignObject or
+// ErrUntrustedSchema); any other err it returns as it is.
+func untrustedCheck(schema string, err error) error {
 	var ue *catalog.UntrustedError
 	if !errors.As(err, &ue) {
-		return in, err
+		return err
 	}
 	sentinel := ErrForeignObject
 	if len(ue.Foreign) == 0 {
 		sentinel = ErrUntrustedSchema
 	}
-	return in, &CheckError{Schema: schema.Name(), Message: ue.Error(), err: sentinel}
+	return &CheckError{Schema: schema, Message: ue.Error(), err: sentinel}
 }
 
 // check runs the preflight in a transaction it rolls back.
