@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,8 +326,15 @@ func TestMigrationNativeAcrossUpgrade(t *testing.T) {
 		t.Fatalf("at release 2 after the native switch: %s", lang)
 	}
 	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential")
-	if names := writtenFiles(t, out); code != 0 || len(names) != 2 || names[0] != "00004_sfgen_release_3.sql" || names[1] != "00005_sfgen_native.sql" || !strings.Contains(errOut, "again") {
-		t.Fatalf("migration over a native directory at release 2 = %d, %q, %q; want the upgrade and the native switch again", code, out, errOut)
+	// One upgrade file for each release after 2 (00004_sfgen_release_3.sql,
+	// 00005_sfgen_release_4.sql, ...), then the native switch.
+	var want []string
+	for r := 3; r <= sqlgen.Latest; r++ {
+		want = append(want, fmt.Sprintf("%05d_sfgen_release_%d.sql", r+1, r))
+	}
+	want = append(want, fmt.Sprintf("%05d%s", sqlgen.Latest+2, migrationdir.NativeSuffix))
+	if names := writtenFiles(t, out); code != 0 || strings.Join(names, " ") != strings.Join(want, " ") || !strings.Contains(errOut, "again") {
+		t.Fatalf("migration over a native directory at release 2 = %d, %q, %q; want the upgrades %v and the native switch again", code, out, errOut, want)
 	}
 	found, _ := migrationdir.Find(dir)
 	if last := found[len(found)-1]; last.Library != lib || last.Release != sqlgen.Latest {
@@ -371,7 +379,10 @@ func TestMigrationNativeFlags(t *testing.T) {
 // application's own role (not a superuser), the native switch by a
 // superuser: the C function belongs to the application's role, who owns
 // the sfgen objects it uses, so it makes IDs, and that role's goose down
-// switches back.
+// switches back. The role gets what a deployer gives it (docs/releases.md,
+// "What the installing role needs"): CREATE on public, where it installs,
+// and, from release 4, CREATE on the database, for the private schema
+// public_sfgen that keeps the leases (SF106 names that GRANT).
 func TestMigrationNativeOwner(t *testing.T) {
 	nativeHere(t)
 	libDir := serverReadableDir(t)
@@ -386,6 +397,13 @@ func TestMigrationNativeOwner(t *testing.T) {
 	super := testDB(t, dsn)
 	owner, ownerDSN := pgtest.LoginRole(t, dsn, "mig_owner", "")
 	if _, err := super.Exec("GRANT CREATE ON SCHEMA public TO " + owner); err != nil {
+		t.Fatal(err)
+	}
+	var database string
+	if err := super.QueryRow(`SELECT pg_catalog.current_database()`).Scan(&database); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := super.Exec("GRANT CREATE ON DATABASE " + pgx.Identifier{database}.Sanitize() + " TO " + owner); err != nil {
 		t.Fatal(err)
 	}
 	app := testDB(t, ownerDSN)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"net/url"
@@ -434,5 +435,33 @@ func TestNodeFleetErrors(t *testing.T) {
 	// Unchanged by the refused settings.
 	if code, out, _ := sfgen(t, "node", "--dsn", dsn, "--schema", schema); code != 0 || !strings.HasPrefix(out, "datacenter 1, machine 1 ") {
 		t.Errorf("after the refusals: %d %q", code, out)
+	}
+}
+
+// TestInstallRefusesAHeldNode: from release 4 a node of a layout belongs
+// to one maker across the database's schemas, so a first install with
+// node flags into a second schema refuses (SF204, naming the holder) the
+// node the first schema has, as the single-file migration and the plain
+// script do, and leaves no schema behind; another node installs.
+func TestInstallRefusesAHeldNode(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "orders", "--datacenter", "1", "--machine", "1"); code != 0 {
+		t.Fatalf("install orders = %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "billing", "--datacenter", "1", "--machine", "1")
+	if code == 0 || !strings.Contains(errOut, "SF204") || !strings.Contains(errOut, "schema orders's own node") {
+		t.Fatalf("install billing with orders's node = %d, %q, %q; want it refused (SF204) naming schema orders", code, out, errOut)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var left bool
+	if err := db.QueryRow(`SELECT pg_catalog.to_regnamespace('billing') IS NOT NULL`).Scan(&left); err != nil || left {
+		t.Errorf("schema billing left behind by the refused install: %v, %v", left, err)
+	}
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "billing", "--datacenter", "1", "--machine", "2"); code != 0 {
+		t.Fatalf("install billing with its own node = %d %s %s", code, out, errOut)
 	}
 }

@@ -187,7 +187,9 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 	p := &generatorPlan{want: o.Generator}
 	var err error
 	if p.before, err = native.InstalledLibrary(ctx, conn, o.SQL.Schema); err != nil {
-		return nil, err
+		// An untrusted schema is the install's refusal, whichever
+		// generator was asked for: say so as its trust check does.
+		return nil, untrustedCheck(o.SQL.Schema, err)
 	}
 	if p.want != Native {
 		return p, nil

@@ -193,11 +193,14 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 		}
 		return nil, err
 	}
-	if before.Release == 0 && o.UnsetNode {
-		// The release line starts with release 1, which sets a node (0/0)
-		// where there is none: first give the schema the node the latest
-		// release's first install would (the session's settings, or none),
-		// so that no moment passes with a node nobody chose.
+	if before.Release == 0 {
+		// The release line starts with release 1, which sets a node (0/0,
+		// or the one asked for) where there is none, unchecked: first give
+		// the schema the node the latest release's first install would
+		// (the one asked for, else the session's settings, or none), so
+		// that no moment passes with a node nobody chose, and so that the
+		// node registry (release 4) refuses one another maker of the
+		// database holds (SF204).
 		if err := firstNode(ctx, conn, o); err != nil {
 			if !tableExisted {
 				undo(conn, schema, !schemaExisted)
@@ -277,15 +280,22 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema c
 // the schema holds.
 func trusted(ctx context.Context, conn *sql.Conn, schema catalog.Schema) (catalog.Installed, error) {
 	in, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
+	return in, untrustedCheck(schema.Name(), err)
+}
+
+// untrustedCheck turns an *catalog.UntrustedError in err into the
+// CheckError of the install's trust check (ErrForeignObject or
+// ErrUntrustedSchema); any other err it returns as it is.
+func untrustedCheck(schema string, err error) error {
 	var ue *catalog.UntrustedError
 	if !errors.As(err, &ue) {
-		return in, err
+		return err
 	}
 	sentinel := ErrForeignObject
 	if len(ue.Foreign) == 0 {
 		sentinel = ErrUntrustedSchema
 	}
-	return in, &CheckError{Schema: schema.Name(), Message: ue.Error(), err: sentinel}
+	return &CheckError{Schema: schema, Message: ue.Error(), err: sentinel}
 }
 
 // check runs the preflight in a transaction it rolls back.

@@ -553,7 +553,9 @@ func TestApplyRefuses(t *testing.T) {
 
 // TestConcurrentApply runs six first installs into one new schema at
 // once, five times over: they take turns, none fails (on CREATE SCHEMA,
-// say), and the first one does the work.
+// say), and the first one does the work. Each round's schema gets a node
+// of its own: the five share a database, where a node belongs to one
+// maker (release 4's registry).
 func TestConcurrentApply(t *testing.T) {
 	db, schema := database(t)
 	db.SetMaxOpenConns(32)
@@ -567,7 +569,7 @@ func TestConcurrentApply(t *testing.T) {
 		for range installs {
 			go func() {
 				<-start
-				res, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+				res, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Machine: int64(round)})
 				if err == nil {
 					applied.Add(int64(len(res.Applied)))
 					if res.Version != sqlgen.Latest {
