@@ -419,14 +419,38 @@ held_bits bigint[] := '{}';
     holders_marked integer := 0; -- leases seen expired for the first time
     holders_rows integer;
 BEGIN
-FOR holders_s IN
+-- The schemas read: those whose sfgen functions this schema's owner
+    -- (the installing role, before there are any) or a superuser owns,
+    -- so that no other role's objects, nor code (a view, a trigger, a
+    -- policy), run as the giver, and no other role's lock can stall it.
+    FOR holders_s IN
         SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits
+            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits,
+            lt.t
         FROM pg_catalog.pg_namespace n
         JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
         LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
             AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
+            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
+        -- Its lease table: a plain table of the same owner, without row
+        -- security, in its private schema, which that owner owns and lets
+        -- no other role into. (A release 3 schema's table, in the schema
+        -- itself, is not read: any role with USAGE there can lock it.)
+        LEFT JOIN LATERAL (
+            SELECT c.oid::pg_catalog.regclass AS t
+            FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
+            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
+                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
+                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
+        ) AS lt ON true
         WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
+            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
+                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
+                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
+                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
         ORDER BY n.oid
     LOOP
         IF holders_s.bits IS NOT NULL THEN
@@ -435,9 +459,7 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
-            pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
+        holders_t := holders_s.t;
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
         EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
@@ -518,14 +540,38 @@ BEGIN
     -- reservation or another schema of this database holds.
     check_bits := (datacenter_id::bigint OPERATOR(pg_catalog.<<) 17) OPERATOR(pg_catalog.|) (machine_id::bigint OPERATOR(pg_catalog.<<) 12);
     check_self := 'schema';
-FOR holders_s IN
+-- The schemas read: those whose sfgen functions this schema's owner
+    -- (the installing role, before there are any) or a superuser owns,
+    -- so that no other role's objects, nor code (a view, a trigger, a
+    -- policy), run as the giver, and no other role's lock can stall it.
+    FOR holders_s IN
         SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits
+            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits,
+            lt.t
         FROM pg_catalog.pg_namespace n
         JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
         LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
             AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
+            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
+        -- Its lease table: a plain table of the same owner, without row
+        -- security, in its private schema, which that owner owns and lets
+        -- no other role into. (A release 3 schema's table, in the schema
+        -- itself, is not read: any role with USAGE there can lock it.)
+        LEFT JOIN LATERAL (
+            SELECT c.oid::pg_catalog.regclass AS t
+            FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
+            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
+                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
+                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
+        ) AS lt ON true
         WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
+            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
+                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
+                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
+                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
         ORDER BY n.oid
     LOOP
         IF holders_s.bits IS NOT NULL THEN
@@ -534,9 +580,7 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
-            pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
+        holders_t := holders_s.t;
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
         EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
@@ -676,14 +720,38 @@ $unset$;
     -- One maker a node, as snowflake_set_node() checks it.
     check_bits := (datacenter_id OPERATOR(pg_catalog.<<) 17) OPERATOR(pg_catalog.|) (machine_id OPERATOR(pg_catalog.<<) 12);
     check_self := 'schema';
-FOR holders_s IN
+-- The schemas read: those whose sfgen functions this schema's owner
+    -- (the installing role, before there are any) or a superuser owns,
+    -- so that no other role's objects, nor code (a view, a trigger, a
+    -- policy), run as the giver, and no other role's lock can stall it.
+    FOR holders_s IN
         SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits
+            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits,
+            lt.t
         FROM pg_catalog.pg_namespace n
         JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
         LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
             AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
+            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
+        -- Its lease table: a plain table of the same owner, without row
+        -- security, in its private schema, which that owner owns and lets
+        -- no other role into. (A release 3 schema's table, in the schema
+        -- itself, is not read: any role with USAGE there can lock it.)
+        LEFT JOIN LATERAL (
+            SELECT c.oid::pg_catalog.regclass AS t
+            FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
+            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
+                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
+                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
+        ) AS lt ON true
         WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
+            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
+                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
+                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
+                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
         ORDER BY n.oid
     LOOP
         IF holders_s.bits IS NOT NULL THEN
@@ -692,9 +760,7 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
-            pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
+        holders_t := holders_s.t;
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
         EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
@@ -1053,14 +1119,38 @@ BEGIN
     -- Every node held in the database, this schema's leases included; the
     -- lease tables stay locked until this call's transaction ends, so no
     -- other giver of a node runs meanwhile.
-FOR holders_s IN
+-- The schemas read: those whose sfgen functions this schema's owner
+    -- (the installing role, before there are any) or a superuser owns,
+    -- so that no other role's objects, nor code (a view, a trigger, a
+    -- policy), run as the giver, and no other role's lock can stall it.
+    FOR holders_s IN
         SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits
+            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits,
+            lt.t
         FROM pg_catalog.pg_namespace n
         JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
         LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
             AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
+            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
+        -- Its lease table: a plain table of the same owner, without row
+        -- security, in its private schema, which that owner owns and lets
+        -- no other role into. (A release 3 schema's table, in the schema
+        -- itself, is not read: any role with USAGE there can lock it.)
+        LEFT JOIN LATERAL (
+            SELECT c.oid::pg_catalog.regclass AS t
+            FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
+            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
+                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
+                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
+        ) AS lt ON true
         WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
+            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
+                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
+                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
+                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
         ORDER BY n.oid
     LOOP
         IF holders_s.bits IS NOT NULL THEN
@@ -1069,9 +1159,7 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
-            pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
+        holders_t := holders_s.t;
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
         EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
@@ -1279,14 +1367,38 @@ BEGIN
     END IF;
     -- One maker a node (registry.sql.tmpl): a lease here keeps its own
     -- error (SF203); any other maker, a schema's own node included, SF204.
-FOR holders_s IN
+-- The schemas read: those whose sfgen functions this schema's owner
+    -- (the installing role, before there are any) or a superuser owns,
+    -- so that no other role's objects, nor code (a view, a trigger, a
+    -- policy), run as the giver, and no other role's lock can stall it.
+    FOR holders_s IN
         SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits
+            pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$')::bigint AS bits,
+            lt.t
         FROM pg_catalog.pg_namespace n
         JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
         LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
             AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
+            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
+        -- Its lease table: a plain table of the same owner, without row
+        -- security, in its private schema, which that owner owns and lets
+        -- no other role into. (A release 3 schema's table, in the schema
+        -- itself, is not read: any role with USAGE there can lock it.)
+        LEFT JOIN LATERAL (
+            SELECT c.oid::pg_catalog.regclass AS t
+            FROM pg_catalog.pg_class c
+            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
+            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
+    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
+                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
+                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
+                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
+        ) AS lt ON true
         WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
+            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
+                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
+                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
+                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
         ORDER BY n.oid
     LOOP
         IF holders_s.bits IS NOT NULL THEN
@@ -1295,9 +1407,7 @@ FOR holders_s IN
             held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
             held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
         END IF;
-        holders_t := COALESCE(pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', CASE WHEN pg_catalog.octet_length(holders_s.nspname) OPERATOR(pg_catalog.<=) 57 THEN holders_s.nspname OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(holders_s.nspname, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(holders_s.nspname, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)),
-            pg_catalog.to_regclass(pg_catalog.format('%I.snowflake_lease', holders_s.nspname)));
+        holders_t := holders_s.t;
         CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
             OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
         EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
