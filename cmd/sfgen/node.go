@@ -285,13 +285,30 @@ func printFleet(w io.Writer, r catalog.FleetReport) {
 			with++
 			fmt.Fprintf(w, "%s: datacenter %d, machine %d, layout %s, sfgen release %d\n", name(t), t.Datacenter, t.Machine, t.Layout, t.Release)
 		}
+		printLeases(w, t)
+	}
+	maker := func(what string, t catalog.FleetTarget) string {
+		if what == "node" {
+			return name(t)
+		}
+		return fmt.Sprintf("the %s in %s", what, name(t))
 	}
 	for _, p := range r.Shared {
-		fmt.Fprintf(w, "shared node: datacenter %d, machine %d in layout %s: %s and %s\n", p.Datacenter, p.Machine, p.Layout, name(r.Targets[p.A]), name(r.Targets[p.B]))
+		fmt.Fprintf(w, "shared node: datacenter %d, machine %d in layout %s: %s and %s\n", p.Datacenter, p.Machine, p.Layout,
+			maker(p.AMaker, r.Targets[p.A]), maker(p.BMaker, r.Targets[p.B]))
 	}
 	if len(r.Shared) > 0 {
-		fmt.Fprintf(w, "FAIL: %d %s of schemas %s a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N\n",
-			len(r.Shared), plural(len(r.Shared), "pair", "pairs"), plural(len(r.Shared), "shares", "share"))
+		leases := false
+		for _, p := range r.Shared {
+			leases = leases || p.AMaker != "node" || p.BMaker != "node"
+		}
+		if !leases {
+			fmt.Fprintf(w, "FAIL: %d %s of schemas %s a node, so their IDs can collide; give each its own: sfgen node --dsn URL --schema NAME --datacenter N --machine N\n",
+				len(r.Shared), plural(len(r.Shared), "pair", "pairs"), plural(len(r.Shared), "shares", "share"))
+		} else {
+			fmt.Fprintf(w, "FAIL: %d %s of makers (schemas, leases, reservations) %s a node, so their IDs can collide; give each schema its own node (sfgen node --dsn URL --schema NAME --datacenter N --machine N), and reserve it in every database that leases nodes of its layout (snowflake_lease_reserve())\n",
+				len(r.Shared), plural(len(r.Shared), "pair", "pairs"), plural(len(r.Shared), "shares", "share"))
+		}
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "FAIL: %d of %d could not be read, so the check is incomplete\n", r.Failed, len(r.Targets))
@@ -309,6 +326,27 @@ func printFleet(w io.Writer, r catalog.FleetReport) {
 			fmt.Fprintf(w, " (%s)", strings.Join(also, ", "))
 		}
 		fmt.Fprintln(w)
+	}
+}
+
+// printLeases prints, under a target's line, its leases and
+// reservations (each a maker of its node), the expired rows whose
+// high-water mark would date their node's next holder in the future, and
+// why the leases could not be read.
+func printLeases(w io.Writer, t catalog.FleetTarget) {
+	for _, l := range t.Leases {
+		switch l.Kind {
+		case "reservation":
+			fmt.Fprintf(w, "  reserved: datacenter %d, machine %d, for %s\n", l.Datacenter, l.Machine, l.Holder)
+		case "lease":
+			fmt.Fprintf(w, "  leased: datacenter %d, machine %d, to %s\n", l.Datacenter, l.Machine, l.Holder)
+		default:
+			fmt.Fprintf(w, "  ahead: datacenter %d, machine %d: its high-water mark is %.1f s ahead of the database's clock (its last holder, %s, ran ahead), so its next holder's IDs would be dated that far ahead; release 4 leases it only when no other node is free\n",
+				l.Datacenter, l.Machine, float64(l.AheadMs)/1000, l.Holder)
+		}
+	}
+	if t.LeasesError != "" {
+		fmt.Fprintf(w, "  leases not read: %s\n", t.LeasesError)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -463,5 +464,51 @@ func TestInstallRefusesAHeldNode(t *testing.T) {
 	}
 	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "billing", "--datacenter", "1", "--machine", "2"); code != 0 {
 		t.Fatalf("install billing with its own node = %d %s %s", code, out, errOut)
+	}
+}
+
+// TestNodeFleetLeases: the fleet check lists a schema's leases and
+// reservations under it, flags a lease in one database that shares its
+// node with a schema's own node in another (exit 1), and lists an expired
+// row whose high-water mark is ahead of the database's clock.
+func TestNodeFleetLeases(t *testing.T) {
+	a, b := pgtest.DSN(t), pgtest.DSN(t)
+	sa := installSchema(t, a, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 0, Machine: 0})
+	conn, err := pgx.Connect(context.Background(), a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	var dc, m, token int64
+	if err := conn.QueryRow(context.Background(), "SELECT datacenter_id, machine_id, token FROM "+sa+".snowflake_lease_take('orders-api', 60000)").Scan(&dc, &m, &token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), "SELECT "+sa+".snowflake_lease_reserve(7, 7, 'db3')"); err != nil {
+		t.Fatal(err)
+	}
+	var fdc, fm, ftoken int64
+	if err := conn.QueryRow(context.Background(), "SELECT datacenter_id, machine_id, token FROM "+sa+".snowflake_lease_take('fast', 60000)").Scan(&fdc, &fm, &ftoken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(context.Background(), "SELECT "+sa+".snowflake_lease_release($1::integer, $2::integer, $3::bigint, $4::bigint)",
+		fdc, fm, ftoken, time.Now().Add(20*time.Second).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	// The same schema name in the other database, with the leased node.
+	sb := installSchema(t, b, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: dc, Machine: m}) // the same name, from the test's
+	code, out, errOut := sfgen(t, "node", "--dsn", a, "--dsn", b, "--schema", sa)
+	for _, want := range []string{
+		fmt.Sprintf("  leased: datacenter %d, machine %d, to orders-api\n", dc, m),
+		"  reserved: datacenter 7, machine 7, for db3\n",
+		fmt.Sprintf("  ahead: datacenter %d, machine %d: its high-water mark is ", fdc, fm),
+		fmt.Sprintf("shared node: datacenter %d, machine %d in layout twitter: the lease of orders-api in ", dc, m),
+		"FAIL: 1 pair of makers (schemas, leases, reservations) shares a node",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("node fleet: stdout lacks %q:\n%s", want, out)
+		}
+	}
+	if code != exitFail || sb != sa {
+		t.Errorf("node fleet: exit %d (stderr %q); want 1", code, errOut)
 	}
 }

@@ -2,7 +2,11 @@ package catalog
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -59,6 +63,13 @@ type FleetTarget struct {
 	SameAs     *int   `json:"same_as,omitempty"` // set by CompareFleet: an earlier target that is this very schema, reached again
 	Error      string `json:"error,omitempty"`   // why it could not be read
 
+	// Leases are the schema's leases and reservations that hold a node
+	// (from release 4), and expired rows whose high-water mark is more
+	// than FutureBoundMs ahead of the database's clock; LeasesError says
+	// why they could not be read (this role may not read the table).
+	Leases      []FleetLease `json:"leases,omitempty"`
+	LeasesError string       `json:"leases_error,omitempty"`
+
 	// Lacks is, for a schema read without sfgen's node (Installed false,
 	// no Error), the function it lacks: FuncLayout or FuncNode.
 	Lacks string `json:"-"`
@@ -88,6 +99,24 @@ func fleetTarget(database, key string, in Installed) FleetTarget {
 	return t
 }
 
+// A FleetLease is one row of a schema's lease table, as a fleet check
+// reports it.
+type FleetLease struct {
+	Datacenter int64  `json:"datacenter"`
+	Machine    int64  `json:"machine"`
+	Kind       string `json:"kind"` // "lease" (it holds its node), "reservation", or "expired" (listed for its high-water mark)
+	Holder     string `json:"holder"`
+	// AheadMs is, for an expired row, how far its high-water mark, the
+	// floor of the node's next holder, is ahead of the database's clock,
+	// when more than FutureBoundMs; else 0.
+	AheadMs int64 `json:"ahead_ms,omitempty"`
+}
+
+// FutureBoundMs is how far ahead of the database's clock a lease's
+// high-water mark may be before a fleet check reports it: the bound of
+// release 4's takes (sqlgen.LeaseFutureBound).
+const FutureBoundMs = 1000
+
 // A maker is a node that makes IDs in a layout. Two makers of one
 // layout and one node make IDs that can collide.
 type maker struct {
@@ -95,14 +124,23 @@ type maker struct {
 	datacenter, machine int64
 }
 
-// makers returns the makers the target holds: its schema's node, when
-// set. (A target could hold more, such as the nodes of its leases; each
-// would be compared the same way.)
-func (t FleetTarget) makers() []maker {
-	if t.Error != "" || !t.NodeSet {
-		return nil
+// makers returns the makers the target holds, each with what it is: its
+// schema's node, when set, and the nodes its leases and reservations hold.
+func (t FleetTarget) makers() ([]maker, []string) {
+	if t.Error != "" {
+		return nil, nil
 	}
-	return []maker{{t.layout, t.Datacenter, t.Machine}}
+	var ms []maker
+	var what []string
+	if t.NodeSet {
+		ms, what = append(ms, maker{t.layout, t.Datacenter, t.Machine}), append(what, "node")
+	}
+	for _, l := range t.Leases {
+		if l.Kind != "expired" {
+			ms, what = append(ms, maker{t.layout, l.Datacenter, l.Machine}), append(what, l.Kind+" of "+l.Holder)
+		}
+	}
+	return ms, what
 }
 
 // A SharedNode is a pair of targets, A and B (indexes into
@@ -111,6 +149,8 @@ func (t FleetTarget) makers() []maker {
 type SharedNode struct {
 	A          int    `json:"a"`
 	B          int    `json:"b"`
+	AMaker     string `json:"a_maker"` // which of A's makers: "node" (the schema's), "lease of HOLDER" or "reservation of HOLDER"
+	BMaker     string `json:"b_maker"`
 	Datacenter int64  `json:"datacenter"`
 	Machine    int64  `json:"machine"`
 	Layout     string `json:"layout"`
@@ -143,8 +183,59 @@ func ReadDatabase(ctx context.Context, q Querier, d FleetDatabase) []FleetTarget
 			continue
 		}
 		out[i] = fleetTarget(d.Name, key+" "+s.Name(), in)
+		if in.Release >= 4 {
+			out[i].Leases, out[i].LeasesError = readLeases(ctx, q, s, d.say)
+		}
 	}
 	return out
+}
+
+// readLeases reads the rows of schema's lease table that a fleet check
+// reports (FleetLease), or says why it cannot.
+func readLeases(ctx context.Context, q Querier, schema Schema, say func(error) string) ([]FleetLease, string) {
+	private := PrivateSchema(schema.Name())
+	var readable bool
+	readableSQL, err := render("leases_readable", nil)
+	if err != nil {
+		return nil, err.Error()
+	}
+	if err := q.QueryRow(ctx, readableSQL, private).Scan(&readable); err != nil && !isNoRows(err) {
+		return nil, say(err)
+	}
+	if !readable {
+		return nil, "this role may not read " + private + ".snowflake_lease (its owner may)"
+	}
+	stmt, err := render("leases", struct{ Table string }{pgident.Quote(private) + ".snowflake_lease"})
+	if err != nil {
+		return nil, err.Error()
+	}
+	var rows string
+	if err := q.QueryRow(ctx, stmt, int64(FutureBoundMs)).Scan(&rows); err != nil {
+		return nil, say(err)
+	}
+	var out []FleetLease
+	for _, line := range lines(rows) {
+		f := strings.SplitN(line, "\t", 5)
+		if len(f) != 5 {
+			return nil, fmt.Sprintf("read %s.snowflake_lease: unexpected row %q", private, line)
+		}
+		l := FleetLease{Kind: f[2], Holder: f[4]}
+		l.Datacenter, _ = strconv.ParseInt(f[0], 10, 64)
+		l.Machine, _ = strconv.ParseInt(f[1], 10, 64)
+		// A live lease's mark is its expiry, ahead by design; an expired
+		// row's is the next holder's floor.
+		if ahead, _ := strconv.ParseInt(f[3], 10, 64); l.Kind == "expired" && ahead > FutureBoundMs {
+			l.AheadMs = ahead
+		}
+		out = append(out, l)
+	}
+	return out, ""
+}
+
+// isNoRows reports whether err says a query returned no row (as
+// database/sql's and pgx's errors say it).
+func isNoRows(err error) bool {
+	return err != nil && strings.Contains(err.Error(), "no rows in result set")
 }
 
 // readServer returns which server and database q reaches: the server's
@@ -212,10 +303,13 @@ func CompareFleet(targets []FleetTarget) FleetReport {
 			if b.SameAs != nil {
 				continue
 			}
-			for _, ma := range a.makers() {
-				for _, mb := range b.makers() {
+			ams, awhat := a.makers()
+			bms, bwhat := b.makers()
+			for x, ma := range ams {
+				for y, mb := range bms {
 					if ma == mb {
-						r.Shared = append(r.Shared, SharedNode{A: i, B: j, Datacenter: ma.datacenter, Machine: ma.machine, Layout: ma.layout.Name()})
+						r.Shared = append(r.Shared, SharedNode{A: i, B: j, AMaker: awhat[x], BMaker: bwhat[y],
+							Datacenter: ma.datacenter, Machine: ma.machine, Layout: ma.layout.Name()})
 					}
 				}
 			}

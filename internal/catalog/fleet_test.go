@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -87,7 +88,7 @@ func TestCompareFleet(t *testing.T) {
 			}
 			want := []catalog.SharedNode{}
 			for _, s := range tc.shared {
-				want = append(want, catalog.SharedNode{A: s.a, B: s.b, Datacenter: s.dc, Machine: s.m, Layout: s.layout})
+				want = append(want, catalog.SharedNode{A: s.a, B: s.b, AMaker: "node", BMaker: "node", Datacenter: s.dc, Machine: s.m, Layout: s.layout})
 			}
 			if !reflect.DeepEqual(r.Shared, want) {
 				t.Errorf("Shared = %+v; want %+v", r.Shared, want)
@@ -182,7 +183,7 @@ func TestFleetReportJSON(t *testing.T) {
 		`{"database":"u@h:5432/b","schema":"public","installed":true,"node_set":true,"datacenter":3,"machine":4,"layout":"twitter","release":3},` +
 		`{"database":"u@h:5432/c","schema":"public","installed":false,"node_set":false,"datacenter":0,"machine":0},` +
 		`{"database":"u@h:5432/d","schema":"public","installed":false,"node_set":false,"datacenter":0,"machine":0,"error":"refused"}],` +
-		`"shared":[{"a":0,"b":2,"datacenter":3,"machine":4,"layout":"twitter"}]}`
+		`"shared":[{"a":0,"b":2,"a_maker":"node","b_maker":"node","datacenter":3,"machine":4,"layout":"twitter"}]}`
 	if string(b) != want {
 		t.Errorf("JSON:\n%s\nwant\n%s", b, want)
 	}
@@ -259,7 +260,7 @@ func TestReadDatabase(t *testing.T) {
 	targets = append(targets, catalog.ReadDatabase(ctx, catalog.PGX(oconn), catalog.FleetDatabase{Name: "other", Schemas: ids})...)
 	r := catalog.CompareFleet(targets)
 	if r.OK || r.Failed != 0 || r.Targets[0].SameAs != nil || r.Targets[1].SameAs == nil || *r.Targets[1].SameAs != 0 || r.Targets[2].SameAs != nil ||
-		!reflect.DeepEqual(r.Shared, []catalog.SharedNode{{A: 0, B: 2, Datacenter: 1, Machine: 2, Layout: "discord"}}) {
+		!reflect.DeepEqual(r.Shared, []catalog.SharedNode{{A: 0, B: 2, AMaker: "node", BMaker: "node", Datacenter: 1, Machine: 2, Layout: "discord"}}) {
 		t.Errorf("the first database twice and another: %+v; want the second the same as the first, the first and the other shared", r)
 	}
 
@@ -306,3 +307,94 @@ func (r refusing) QueryRow(ctx context.Context, query string, args ...any) catal
 type errRow struct{ err error }
 
 func (e errRow) Scan(...any) error { return e.err }
+
+// TestReadDatabaseLeases: from release 4 a fleet check lists each
+// schema's leases and reservations as makers beside its node, and expired
+// rows whose high-water mark (the next holder's floor) is ahead of the
+// database's clock by more than FutureBoundMs; a lease in one database
+// and a schema's node in another, one node in one layout, are a shared
+// pair. A role that may not read the lease table gets LeasesError.
+func TestReadDatabaseLeases(t *testing.T) {
+	ctx := context.Background()
+	install := func(conn *pgx.Conn, o sqlgen.Options) {
+		t.Helper()
+		b, err := sqlgen.Script(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := conn.Exec(ctx, string(b)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dsn := pgtest.DSN(t)
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	install(conn, sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, Datacenter: 0, Machine: 0})
+	var dc, m, token int64
+	if err := conn.QueryRow(ctx, "SELECT datacenter_id, machine_id, token FROM ids.snowflake_lease_take('svc', 60000)").Scan(&dc, &m, &token); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT ids.snowflake_lease_reserve(5, 5, 'elsewhere')"); err != nil {
+		t.Fatal(err)
+	}
+	// A fast holder's lease, given back with its last ID 30 s ahead.
+	var fdc, fm, ftoken int64
+	if err := conn.QueryRow(ctx, "SELECT datacenter_id, machine_id, token FROM ids.snowflake_lease_take('fast', 60000)").Scan(&fdc, &fm, &ftoken); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT ids.snowflake_lease_release($1::integer, $2::integer, $3::bigint, $4::bigint)",
+		fdc, fm, ftoken, time.Now().Add(30*time.Second).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	other := pgtest.DSN(t)
+	oconn, err := pgx.Connect(ctx, other)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer oconn.Close(ctx)
+	install(oconn, sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, Datacenter: dc, Machine: m})
+
+	ids := []catalog.Schema{schema(t, "ids")}
+	targets := catalog.ReadDatabase(ctx, catalog.PGX(conn), catalog.FleetDatabase{Name: "a", Schemas: ids})
+	targets = append(targets, catalog.ReadDatabase(ctx, catalog.PGX(oconn), catalog.FleetDatabase{Name: "b", Schemas: ids})...)
+	leases := targets[0].Leases
+	kinds := map[string]catalog.FleetLease{}
+	for _, l := range leases {
+		kinds[l.Kind+" "+l.Holder] = l
+	}
+	if l, ok := kinds["lease svc"]; !ok || l.Datacenter != dc || l.Machine != m || l.AheadMs != 0 {
+		t.Errorf("leases %+v; want svc's lease of %d/%d", leases, dc, m)
+	}
+	if l, ok := kinds["reservation elsewhere"]; !ok || l.Datacenter != 5 || l.Machine != 5 {
+		t.Errorf("leases %+v; want the reservation of 5/5", leases)
+	}
+	if l, ok := kinds["expired fast"]; !ok || l.AheadMs < 25000 || l.AheadMs > 31000 {
+		t.Errorf("leases %+v; want fast's expired row about 30 s ahead", leases)
+	}
+	if len(leases) != 3 || targets[0].LeasesError != "" {
+		t.Errorf("leases %+v (%q); want the three", leases, targets[0].LeasesError)
+	}
+	r := catalog.CompareFleet(targets)
+	want := []catalog.SharedNode{{A: 0, B: 1, AMaker: "lease of svc", BMaker: "node", Datacenter: dc, Machine: m, Layout: "twitter"}}
+	if r.OK || !reflect.DeepEqual(r.Shared, want) {
+		t.Errorf("Shared = %+v; want %+v", r.Shared, want)
+	}
+
+	// A role that may not read the table.
+	_, roleDSN := pgtest.LoginRole(t, dsn, "reader", "")
+	rconn, err := pgx.Connect(ctx, roleDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rconn.Close(ctx)
+	if _, err := conn.Exec(ctx, "GRANT USAGE ON SCHEMA ids TO "+rconn.Config().User); err != nil {
+		t.Fatal(err)
+	}
+	rt := catalog.ReadDatabase(ctx, catalog.PGX(rconn), catalog.FleetDatabase{Name: "a", Schemas: ids})
+	if rt[0].Error != "" || rt[0].Leases != nil || !strings.Contains(rt[0].LeasesError, "may not read ids_sfgen.snowflake_lease") {
+		t.Errorf("as a role without access: %+v; want LeasesError", rt[0])
+	}
+}
