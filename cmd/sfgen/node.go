@@ -40,8 +40,13 @@ takes both --datacenter and --machine.
 
 Fleet check: with several --dsn, several --schema, or both (every schema
 in every database), it lists each database and schema with its node,
-layout and release, and then every pair that shares a node: the same
-datacenter and machine in the same layout, whose IDs can collide. A
+layout and release, under it (from sfgen release 4, where the role may
+read them) its leases and reservations, and any expired lease whose
+high-water mark is more than 1 s ahead of the database's clock (its
+node's next holder would date its IDs that far ahead), and then every
+pair of makers that shares a node: a schema's node, a lease or a
+reservation, the same datacenter and machine in the same layout, whose
+IDs can collide. A
 restored dump or a database cloned from another (CREATE DATABASE ...
 TEMPLATE) keeps its origin's node and shows up here. Schemas of different
 layouts are not compared: each layout is its own ID space. The same
@@ -50,8 +55,9 @@ compared with itself. A schema without sfgen gets a line saying so and
 is no failure. Exit status 1 when a pair shares a node or a database
 cannot be read, 0 otherwise. --json prints one object: ok, targets (one
 per database and schema: database, schema, installed, datacenter,
-machine, layout, release, same_as, error) and shared (each pair: a and b,
-indexes into targets, with their datacenter, machine and layout).
+machine, layout, release, same_as, error, leases, leases_error) and
+shared (each pair: a and b, indexes into targets, a_maker and b_maker,
+with their datacenter, machine and layout).
 Databases are named user@host:port/database; passwords are never shown.
 
 Examples:

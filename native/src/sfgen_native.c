@@ -240,7 +240,7 @@ lookup_relation(const char *name, char relkind, const char *what, Oid nsp, Oid o
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("sfgen native: %s %s.%s does not exist",
 						what, nsp_name(nsp), name),
-				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d in its own schema; install sfgen there first.",
+				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d or later in its own schema; install sfgen there first.",
 						 SF_RELEASE)));
 	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (!HeapTupleIsValid(tup))
@@ -279,7 +279,7 @@ lookup_function(const char *name, Oid nsp, Oid owner)
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_FUNCTION),
 				 errmsg("sfgen native: function %s.%s() does not exist", nsp_name(nsp), name),
-				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d in its own schema; install sfgen there first.",
+				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d or later in its own schema; install sfgen there first.",
 						 SF_RELEASE)));
 	proc = (Form_pg_proc) GETSTRUCT(tup);
 	if (proc->prorettype != INT8OID || proc->proretset)
