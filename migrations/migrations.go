@@ -5,6 +5,7 @@
 //	00001_sfgen_snowflake.sql   release 1: installs the functions
 //	00002_sfgen_release_2.sql   release 2: upgrades release 1
 //	00003_sfgen_release_3.sql   release 3: upgrades release 2
+//	00004_sfgen_release_4.sql   release 4: upgrades release 3
 //
 // A released file never changes; every change to the SQL adds a file that
 // upgrades the release before it, and its Down section puts that release

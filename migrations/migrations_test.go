@@ -24,6 +24,7 @@ var released = map[string]string{
 	"00001_sfgen_snowflake.sql": "623f5d9e0036b15a8c3495864623aca7b1b3881e70b5f06538ab3713fe1088d8", // release 1, commit 76049d7
 	"00002_sfgen_release_2.sql": "3c941e023923e0a0351435306e5f0a07582baa1a30f8203b9b2350ef058e005f", // release 2
 	"00003_sfgen_release_3.sql": "aea246b3434d5cbd482cbb01c8bc6ab776bb9d6b29a5b7912966e798d48f02fb", // release 3: no node nobody chose, node leases
+	"00004_sfgen_release_4.sql": "7a0974236ff1433a660a1f5126ec9e659a3cf39357adde0de2526f2200ad1ed5", // release 4: trusted schemas, one node registry, private lease state
 }
 
 // TestReleasedFilesNeverChange fails when a released migration's bytes
