@@ -199,7 +199,7 @@ func readLeases(ctx context.Context, q Querier, schema Schema, say func(error) s
 	if err != nil {
 		return nil, err.Error()
 	}
-	if err := q.QueryRow(ctx, readableSQL, private).Scan(&readable); err != nil && !isNoRows(err) {
+	if err := q.QueryRow(ctx, readableSQL, private).Scan(&readable); err != nil {
 		return nil, say(err)
 	}
 	if !readable {
@@ -230,12 +230,6 @@ func readLeases(ctx context.Context, q Querier, schema Schema, say func(error) s
 		out = append(out, l)
 	}
 	return out, ""
-}
-
-// isNoRows reports whether err says a query returned no row (as
-// database/sql's and pgx's errors say it).
-func isNoRows(err error) bool {
-	return err != nil && strings.Contains(err.Error(), "no rows in result set")
 }
 
 // readServer returns which server and database q reaches: the server's
