@@ -83,7 +83,9 @@ type fixture struct {
 func newFixture(t *testing.T, db *sql.DB, dsn string) *fixture {
 	t.Helper()
 	schema := fmt.Sprintf("sfgen_upgrade_%d_%d", os.Getpid(), schemaSeq.Add(1))
-	t.Cleanup(func() { db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE") })
+	t.Cleanup(func() {
+		db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE; DROP SCHEMA IF EXISTS " + pgident.Quote(catalog.PrivateSchema(schema)) + " CASCADE")
+	})
 	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, schema: schema}
 }
 
@@ -1178,6 +1180,8 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		f.drop() // the node is one maker's: free it for the next
 	}
 	latest := fresh[sqlgen.Latest]
+	// The subtests run one after another: each fixture takes the test's
+	// node, and a node is one maker's in a database (release 4).
 
 	// scriptSchema installs release r with its plain script into a new
 	// schema, with the test's node and table.
@@ -1190,7 +1194,6 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	}
 
 	t.Run("script_twice_on_latest", func(t *testing.T) {
-		t.Parallel()
 		f := scriptSchema(t, sqlgen.Latest)
 		before, g := f.snapshot(), f.generator()
 		f.runScript("Script", sqlgen.Script)
@@ -1248,8 +1251,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 			return f, hybrid
 		}
 		t.Run(fmt.Sprintf("release_1_script_on_release_%d_then_script", r), func(t *testing.T) {
-			t.Parallel()
-			f, _ := onR(t)
+				f, _ := onR(t)
 			g := f.generator()
 			f.runScript("Script", sqlgen.Script)
 			if d := latest.diff(f.snapshot()); d != "" {
@@ -1261,8 +1263,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		// The schema has no version table: Apply counts the mix as release
 		// 1, as the preflight does, and must take it to the latest.
 		t.Run(fmt.Sprintf("release_1_script_on_release_%d_then_apply", r), func(t *testing.T) {
-			t.Parallel()
-			f, _ := onR(t)
+				f, _ := onR(t)
 			g := f.generator()
 			res, err := Apply(ctx, db, f.o)
 			if err != nil {
@@ -1283,8 +1284,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// nothing) refuses a schema at a later release, changing nothing.
 	for r := 2; r < sqlgen.Latest; r++ {
 		t.Run(fmt.Sprintf("release_%d_script_on_latest", r), func(t *testing.T) {
-			t.Parallel()
-			f := scriptSchema(t, sqlgen.Latest)
+				f := scriptSchema(t, sqlgen.Latest)
 			before, g := f.snapshot(), f.generator()
 			err := f.script(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
 			var pe *pgconn.PgError
@@ -1299,7 +1299,6 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	}
 
 	t.Run("newer_release", func(t *testing.T) {
-		t.Parallel()
 		f := newFixture(t, db, dsn)
 		if _, err := Apply(ctx, db, f.o); err != nil {
 			t.Fatal(err)
@@ -1341,8 +1340,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// Apply records the releases it has and applies the rest of the line.
 	for r := 2; r <= sqlgen.Latest; r++ {
 		t.Run(fmt.Sprintf("apply_on_release_%d_by_script", r), func(t *testing.T) {
-			t.Parallel()
-			f := scriptSchema(t, r)
+				f := scriptSchema(t, r)
 			g := f.generator()
 			res, err := Apply(ctx, db, f.o)
 			if err != nil {
