@@ -1251,7 +1251,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 			return f, hybrid
 		}
 		t.Run(fmt.Sprintf("release_1_script_on_release_%d_then_script", r), func(t *testing.T) {
-				f, _ := onR(t)
+			f, _ := onR(t)
 			g := f.generator()
 			f.runScript("Script", sqlgen.Script)
 			if d := latest.diff(f.snapshot()); d != "" {
@@ -1263,7 +1263,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 		// The schema has no version table: Apply counts the mix as release
 		// 1, as the preflight does, and must take it to the latest.
 		t.Run(fmt.Sprintf("release_1_script_on_release_%d_then_apply", r), func(t *testing.T) {
-				f, _ := onR(t)
+			f, _ := onR(t)
 			g := f.generator()
 			res, err := Apply(ctx, db, f.o)
 			if err != nil {
@@ -1284,7 +1284,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// nothing) refuses a schema at a later release, changing nothing.
 	for r := 2; r < sqlgen.Latest; r++ {
 		t.Run(fmt.Sprintf("release_%d_script_on_latest", r), func(t *testing.T) {
-				f := scriptSchema(t, sqlgen.Latest)
+			f := scriptSchema(t, sqlgen.Latest)
 			before, g := f.snapshot(), f.generator()
 			err := f.script(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
 			var pe *pgconn.PgError
@@ -1340,7 +1340,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// Apply records the releases it has and applies the rest of the line.
 	for r := 2; r <= sqlgen.Latest; r++ {
 		t.Run(fmt.Sprintf("apply_on_release_%d_by_script", r), func(t *testing.T) {
-				f := scriptSchema(t, r)
+			f := scriptSchema(t, r)
 			g := f.generator()
 			res, err := Apply(ctx, db, f.o)
 			if err != nil {
