@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -17,7 +18,8 @@ import (
 
 // The tests of docs/leases.md, "When clocks jump": what SQL release 3
 // does, installed as release 3 shipped it (sqlgen.ScriptAt), so that they
-// keep stating release 3 when a later release changes it (issue 31).
+// keep stating release 3 when a later release changes it (issue 31); and
+// TestLeaseClockStepForwardRelease4, what the latest release does instead.
 
 // libfaketime is where Debian's libfaketime package puts the library.
 const libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
@@ -59,45 +61,9 @@ func msOf(t *testing.T, id sfgen.ID) int64 {
 // IDs are unique, the first's all below the second's, whose IDs are dated
 // in the future, from the first's high-water mark on.
 func TestLeaseTwoHoldersAfterServerClockStepsForward(t *testing.T) {
-	if _, err := os.Stat(libfaketime); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("CI=true and no libfaketime: %v", err)
-		}
-		t.Skipf("no libfaketime: %v", err)
-	}
-	// Not t.TempDir, whose parent only this user may enter: the server
-	// may run as another.
-	dir, err := os.MkdirTemp("", "sffaketime")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	offset := filepath.Join(dir, "offset")
-	setOffset := func(s string) {
-		t.Helper()
-		if err := os.WriteFile(offset, []byte(s+"\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	setOffset("+0")
-	t.Setenv("LD_PRELOAD", libfaketime)
-	t.Setenv("FAKETIME_TIMESTAMP_FILE", offset)
-	t.Setenv("FAKETIME_NO_CACHE", "1")
-	t.Setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1")
-	t.Setenv("DONT_FAKE_MONOTONIC", "1")
-	cluster := pgtest.Server(t)
+	cluster, setOffset := fakeClockServer(t)
 	db := release3DB(t, cluster.DSN())
-	skew := func() time.Duration {
-		t.Helper()
-		var ms int64
-		if err := db.QueryRow(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`).Scan(&ms); err != nil {
-			t.Fatal(err)
-		}
-		return time.Duration(ms-time.Now().UnixMilli()) * time.Millisecond
-	}
+	skew := serverSkew(t, db)
 	if s := skew(); s < -time.Second || s > time.Second {
 		t.Fatalf("the server's clock is %v off before the step: libfaketime's offset file not read", s)
 	}
@@ -224,4 +190,124 @@ func TestLeaseFastHolderFutureDatesNext(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// fakeClockServer starts a PostgreSQL server of the test's own under
+// libfaketime, its clock offset by what setOffset writes ("+60" for a
+// minute ahead), starting at "+0"; it skips the test where there is no
+// libfaketime (and fails it under CI=true).
+func fakeClockServer(t *testing.T) (cluster *pgcluster.Cluster, setOffset func(string)) {
+	t.Helper()
+	if _, err := os.Stat(libfaketime); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("CI=true and no libfaketime: %v", err)
+		}
+		t.Skipf("no libfaketime: %v", err)
+	}
+	// Not t.TempDir, whose parent only this user may enter: the server
+	// may run as another.
+	dir, err := os.MkdirTemp("", "sffaketime")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	offset := filepath.Join(dir, "offset")
+	setOffset = func(s string) {
+		t.Helper()
+		if err := os.WriteFile(offset, []byte(s+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setOffset("+0")
+	t.Setenv("LD_PRELOAD", libfaketime)
+	t.Setenv("FAKETIME_TIMESTAMP_FILE", offset)
+	t.Setenv("FAKETIME_NO_CACHE", "1")
+	t.Setenv("FAKETIME_DONT_FAKE_MONOTONIC", "1")
+	t.Setenv("DONT_FAKE_MONOTONIC", "1")
+	return pgtest.Server(t), setOffset
+}
+
+// serverSkew returns a function that says how far db's server clock is
+// from this process's.
+func serverSkew(t *testing.T, db *sql.DB) func() time.Duration {
+	return func() time.Duration {
+		t.Helper()
+		var ms int64
+		if err := db.QueryRow(`SELECT (extract(epoch FROM clock_timestamp()) * 1000)::bigint`).Scan(&ms); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ms-time.Now().UnixMilli()) * time.Millisecond
+	}
+}
+
+// TestLeaseClockStepForwardRelease4: the release 3 scenario of
+// TestLeaseTwoHoldersAfterServerClockStepsForward on the latest release.
+// The server's clock steps a minute forward while a lease with a 3 s TTL
+// is held; a take right after the step, and one a TTL/2 later, get
+// other nodes (the first's is held a TTL after the database first saw
+// its lease expired), the first holder stops with ErrLeaseLost at its next
+// renewal, and only a take more than a TTL after that first sight gets its
+// node, above the first holder's IDs.
+func TestLeaseClockStepForwardRelease4(t *testing.T) {
+	cluster, setOffset := fakeClockServer(t)
+	db := leaseDB(t, cluster.DSN(), "public", snowflake.Twitter, node{0, 0})
+	skew := serverSkew(t, db)
+	if s := skew(); s < -time.Second || s > time.Second {
+		t.Fatalf("the server's clock is %v off before the step: libfaketime's offset file not read", s)
+	}
+	first := take(t, db, sfgen.LeaseOptions{Holder: "first", TTL: clockTTL})
+	var last sfgen.ID
+	for range 100 {
+		id, err := first.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		last = id
+	}
+	setOffset("+60")
+	for i := 0; skew() < 50*time.Second; i++ {
+		if i == 100 {
+			t.Fatalf("the server's clock did not step forward (%v off)", skew())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	seen := time.Now()
+	for _, holder := range []string{"right after the step", "half a TTL later"} {
+		l := take(t, db, sfgen.LeaseOptions{Holder: holder, TTL: clockTTL})
+		if l.Datacenter() == first.Datacenter() && l.Machine() == first.Machine() {
+			t.Fatalf("the take %s got the first holder's node %d/%d while it still counts it as its own", holder, l.Datacenter(), l.Machine())
+		}
+		time.Sleep(clockTTL / 2)
+	}
+	// The first holder learns it at its next renewal.
+	deadline := time.Now().Add(2 * clockTTL)
+	for {
+		id, err := first.Next()
+		if errors.Is(err, sfgen.ErrLeaseLost) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("the first holder: %v; want ErrLeaseLost", err)
+		}
+		last = id
+		if time.Now().After(deadline) {
+			t.Fatal("the first holder was still making IDs two TTLs after the step")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if wait := clockTTL + 200*time.Millisecond - time.Since(seen); wait > 0 {
+		time.Sleep(wait)
+	}
+	again := take(t, db, sfgen.LeaseOptions{Holder: "a TTL later", TTL: clockTTL})
+	if again.Datacenter() != first.Datacenter() || again.Machine() != first.Machine() {
+		t.Fatalf("a TTL after the database saw the lease expired, a take got %d/%d; want the first holder's %d/%d, free again",
+			again.Datacenter(), again.Machine(), first.Datacenter(), first.Machine())
+	}
+	if id, err := again.Next(); err != nil || id <= last {
+		t.Fatalf("the node's next holder made %d (%v); want above the first holder's last ID %d", id, err, last)
+	}
+	setOffset("+0")
 }
