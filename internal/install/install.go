@@ -181,19 +181,14 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 		// Installed by another route (the plain script, or goose in the
 		// application's own table): record the releases it has, so that
 		// goose does not run release 1's file over a later release.
-		if err := adopt(ctx, conn, db, fsys, schema); err != nil {
+		if err := adopt(ctx, conn, db, fsys, schema, in); err != nil {
 			undo(conn, schema, !schemaExisted)
 			return nil, err
 		}
 	}
-	before, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
-	if err != nil {
-		if !tableExisted {
-			undo(conn, schema, !schemaExisted)
-		}
-		return nil, err
-	}
-	if before.Release == 0 {
+	// in, read under the lock, still holds: since, only the schema (if it
+	// was missing) and the version table were made.
+	if in.Release == 0 {
 		// The release line starts with release 1, which sets a node (0/0,
 		// or the one asked for) where there is none, unchecked: first give
 		// the schema the node the latest release's first install would
@@ -244,12 +239,11 @@ func firstNode(ctx context.Context, conn *sql.Conn, o sqlgen.Options) error {
 // release the schema is at. A schema whose functions are a mix of
 // releases (an older script run over release N) is recorded at N-1, so
 // that release N's own file runs again: its check counts the mix as
-// release 1 and upgrades it from there.
-func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema catalog.Schema) error {
-	in, err := catalog.Inspect(ctx, catalog.DB(conn), schema)
+// release 1 and upgrades it from there. in is what the schema holds.
+func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema catalog.Schema, in catalog.Installed) error {
 	release := in.Effective()
-	if err != nil || release == 0 {
-		return err
+	if release == 0 {
+		return nil
 	}
 	if len(in.Stale) > 0 && in.Release <= sqlgen.Latest {
 		// An older script over release N: record up to N-1, so that goose
