@@ -699,3 +699,32 @@ func TestLeaseExpiredNodeFreeWhenNoneIs(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// TestLeaseLongSchemaName: a schema whose name leaves no room for
+// "_sfgen" keeps its leases in a private schema with a hashed name,
+// which Go (catalog.PrivateSchema) and the registry's SQL must compute
+// alike: a reservation made there is what the registry reads (it shows in
+// snowflake_nodes_held(), and no take gets its node).
+func TestLeaseLongSchemaName(t *testing.T) {
+	tiny, err := snowflake.ParseLayout("epoch=1288834974657 timestamp=45 datacenter=1 machine=1 sequence=16")
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := "long_schema_name_" + strings.Repeat("x", 60-len("long_schema_name_"))
+	if private := catalog.PrivateSchema(schema); private == schema+catalog.PrivateSchemaSuffix || len(private) > 63 {
+		t.Fatalf("PrivateSchema(%q) = %q: want a hashed name of at most 63 bytes", schema, private)
+	}
+	db := leaseDB(t, pgtest.DSN(t), schema, tiny, node{0, 0})
+	if _, err := db.Exec(`SELECT ` + schema + `.snowflake_lease_reserve(1, 1, 'elsewhere')`); err != nil {
+		t.Fatal(err)
+	}
+	var held int
+	if err := db.QueryRow(`SELECT count(*) FROM ` + schema + `.snowflake_nodes_held() WHERE kind = 'reservation' AND datacenter_id = 1 AND machine_id = 1`).Scan(&held); err != nil || held != 1 {
+		t.Fatalf("the registry lists %d reservations of 1/1 (%v); want 1: it did not find the lease table Go named", held, err)
+	}
+	for range 2 { // the two nodes left
+		if l := take(t, db, sfgen.LeaseOptions{Schema: schema, TTL: time.Minute}); l.Datacenter() == 1 && l.Machine() == 1 {
+			t.Fatal("a take got the reserved node 1/1")
+		}
+	}
+}
