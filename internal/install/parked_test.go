@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -69,55 +70,55 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	}
 	// The sessions around a statement still running release 1's code make
 	// IDs with the latest release's, whose catch-ups keep the state up with
-	// the clock; one does so here all along, on a connection of its own.
-	// (With no call of the latest release's at all, release 1's code finds
-	// the state far behind and loops until one comes: on a loaded machine
-	// a single call before each of release 1's came too early.)
-	around, err := db.Conn(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	stop := make(chan struct{})
-	stopped := make(chan error, 1)
-	go func() {
-		defer around.Close()
-		for {
-			select {
-			case <-stop:
-				stopped <- nil
-				return
-			default:
-			}
-			if _, err := around.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id()"); err != nil {
-				stopped <- err
-				return
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}()
-	defer func() {
-		close(stop)
-		if err := <-stopped; err != nil {
-			t.Errorf("the latest release's calls beside release 1's: %v", err)
-		}
-	}()
+	// the clock: one such call comes right before each of release 1's.
+	// (With none at all, release 1's code finds the state far behind and
+	// loops until one comes.) On a loaded machine that one can come too
+	// early: then, after a second, a rescuer makes such calls from a
+	// connection of its own until release 1's returns, and that call's
+	// count of nextval()s is not judged (the rescuer's move the state too).
 	for i := range 3 {
-		// Past release 1's catch-up period.
+		// Past release 1's catch-up period; then the latest release
+		// catches up.
 		time.Sleep(12 * time.Millisecond)
+		if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id()"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		var rescued atomic.Bool
+		go func() {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Second):
+			}
+			rescued.Store(true)
+			for {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id()")
+				time.Sleep(time.Millisecond)
+			}
+		}()
 		var before, after, id, guard int64
 		err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass), "+schema+".release_1_slow_path(), pg_sequence_last_value($1::regclass), pg_sequence_last_value($2::regclass)",
 			schema+".snowflake_state", schema+".snowflake_state_guard").Scan(&before, &id, &after, &guard)
+		close(done)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if guard != parked {
 			t.Errorf("call %d: release 1's slow path caught up (its guard is %d, was parked at %d)", i, guard, parked)
 		}
-		if after != before+1 {
+		if rescued.Load() {
+			t.Logf("call %d: the state was far behind, so calls of the latest release's came beside it; its count of nextval()s is not judged", i)
+		} else if after != before+1 {
 			t.Errorf("call %d: release 1's slow path moved the state from %d to %d; want one nextval()", i, before, after)
 		}
 		p, err := snowflake.Decompose(snowflake.ID(id))
-		if err != nil || p.Datacenter != 3 || p.Machine != 7 || p.Timestamp != after>>12 {
+		if err != nil || p.Datacenter != 3 || p.Machine != 7 || p.Timestamp > after>>12 || (!rescued.Load() && p.Timestamp != after>>12) {
 			t.Errorf("call %d: release 1's slow path made %d (%+v, %v); want node 3/7 and the state's millisecond %d", i, id, p, err, after>>12)
 		}
 	}
