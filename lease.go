@@ -104,6 +104,7 @@ type Lease struct {
 	token  int64
 	ttl    time.Duration
 	gen    *snowflake.Generator
+	ahead  time.Duration // FloorAhead
 
 	start    time.Time    // monotonic origin of deadline
 	deadline atomic.Int64 // nanoseconds after start when the lease may have expired
@@ -157,9 +158,11 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 		stop: make(chan struct{}), done: make(chan struct{})}
 	sent := time.Since(l.start)
 	var dc, m, token, floor, high sql.NullInt64
-	err = db.QueryRowContext(ctx, `SELECT datacenter_id, machine_id, token, floor_ms, high_water_ms FROM `+q+
-		`.snowflake_lease_take($1::pg_catalog.text, $2::bigint)`, holder, ttl.Milliseconds()).
-		Scan(&dc, &m, &token, &floor, &high)
+	var dbNow int64 // the database's clock after the take, Unix ms
+	err = db.QueryRowContext(ctx, `SELECT t.datacenter_id, t.machine_id, t.token, t.floor_ms, t.high_water_ms,
+		pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint
+		FROM `+q+`.snowflake_lease_take($1::pg_catalog.text, $2::bigint) AS t`, holder, ttl.Milliseconds()).
+		Scan(&dc, &m, &token, &floor, &high, &dbNow)
 	if err != nil {
 		// pgx's and lib/pq's errors say their SQLSTATE so.
 		var state interface{ SQLState() string }
@@ -174,6 +177,7 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 		return nil, fmt.Errorf("take a node lease in schema %s: none is free now; the nodes of leases that expired are free again a TTL after the database first saw them expired: %w", schema, ErrNoFreeNode)
 	}
 	l.dc, l.m, l.token = dc.Int64, m.Int64, token.Int64
+	l.ahead = max(time.Duration(floor.Int64-dbNow)*time.Millisecond, 0)
 	l.deadline.Store(int64(sent + ttl - margin(ttl)))
 	l.gen, err = layout.l.NewGeneratorWithin(l.dc, l.m, max(floor.Int64, layout.Epoch()), high.Int64)
 	if err != nil {
@@ -199,6 +203,19 @@ func (l *Lease) Machine() int64 { return l.m }
 
 // Layout returns the layout of the lease's IDs: its schema's.
 func (l *Lease) Layout() Layout { return l.layout }
+
+// FloorAhead returns how far the lease's floor, the earliest time its IDs
+// may carry, was ahead of the database's clock when the lease was taken;
+// 0 when it was not. A node's floor is above the last ID of its previous
+// holder, so it is ahead only when that holder's clock ran ahead (or the
+// database's clock stepped back): until the clock gets there, Next dates
+// IDs from the floor, ahead of the clock, without waiting. Release 4
+// gives a node whose floor is more than a second ahead only when no other
+// node of the layout is free; a caller that must not date IDs ahead can
+// wait FloorAhead before its first Next (the lease renews itself
+// meanwhile), or Close the lease and try again later. sfgen next and the
+// fleet check (sfgen node --dsn) report such nodes.
+func (l *Lease) FloorAhead() time.Duration { return l.ahead }
 
 // Next returns the next ID of the leased node. Its errors: ErrLeaseLost
 // or ErrLeaseClosed (wrapped) once the lease is lost or closed; an error

@@ -334,9 +334,17 @@ func TestLeaseStartsAboveHighWater(t *testing.T) {
 	if n := (node{first.Datacenter(), first.Machine()}); n != (node{1, 0}) {
 		t.Fatalf("first lease of node %s; want 1/0, never leased, before 1/1, dated 10 min ahead", n)
 	}
+	if a := first.FloorAhead(); a != 0 {
+		t.Errorf("FloorAhead of node 1/0, never leased: %v; want 0", a)
+	}
 	l := take(t, db, sfgen.LeaseOptions{TTL: time.Minute})
 	if n := (node{l.Datacenter(), l.Machine()}); n != (node{1, 1}) {
 		t.Fatalf("second lease of node %s; want 1/1, the only one left", n)
+	}
+	// Its floor, the mark plus 1 ms, against the database's clock (the
+	// same machine's as time.Now, read before the take, to the ms).
+	if a, most := l.FloorAhead(), time.Until(time.UnixMilli(ahead+1)); a > most+time.Millisecond || a < most-5*time.Second {
+		t.Errorf("FloorAhead of node 1/1: %v; want about %v (its floor, 10 min ahead, less the time since the mark was set)", a, most)
 	}
 	var last sfgen.ID
 	start := time.Now()

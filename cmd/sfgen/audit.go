@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/audit"
+	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const auditHelp = `
@@ -34,6 +36,11 @@ anomaly; the earliest and latest time. With --time-column it compares each
 ID's time with that column (ID time minus column time): p50 and p99 of the
 absolute skew (percentile_disc to within 0.1%, from a log histogram), its
 min and max, and the rows beyond --skew-threshold (per node too in --json).
+And, when there are any, the expired leases of the layout (in any schema
+of the database with sfgen's leases, release 4 and later) whose
+high-water mark is more than a second ahead of the database's clock: the
+node's next holder will date its IDs that far ahead; and the schemas
+whose lease table this role may not read.
 
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
@@ -47,7 +54,7 @@ PostgreSQL reports no progress of a single SELECT.
 Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
 reach the database); 2 on bad usage, which includes a table or column that
 does not exist or is of another type. Skew beyond the threshold is
-reported, not an error.
+reported, not an error; so are lease marks ahead.
 
 Examples:
   sfgen audit --dsn postgres://app@localhost/app --table orders
@@ -101,18 +108,24 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case err != nil:
 		return c.fail("%s", redactErr(err, dsn))
 	}
+	ahead, unread, err := aheadLeases(ctx, db, layout.layout)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "sfgen audit: lease marks not read: %s\n", redactErr(err, dsn))
+	}
 	if *asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(struct {
 			*audit.Report
-			LayoutName string `json:"layout_name"`
-			Clean      bool   `json:"clean"`
-		}{r, layoutArg(layout.layout), r.Clean()}); err != nil {
+			LayoutName   string               `json:"layout_name"`
+			LeasesAhead  []catalog.AheadLease `json:"leases_ahead"`
+			LeasesUnread []string             `json:"leases_unread,omitempty"`
+			Clean        bool                 `json:"clean"`
+		}{r, layoutArg(layout.layout), ahead, unread, r.Clean()}); err != nil {
 			return c.fail("%v", err)
 		}
 	} else {
-		printAudit(stdout, r, layoutArg(layout.layout))
+		printAudit(stdout, r, layoutArg(layout.layout), ahead, unread)
 	}
 	if !r.Clean() {
 		return exitFail
@@ -122,7 +135,23 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 
 func fmtTime(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z") }
 
-func printAudit(w io.Writer, r *audit.Report, layoutName string) {
+// aheadLeases reads, on one connection of db, the lease rows of layout l
+// whose high-water mark is ahead of the database's clock
+// (catalog.AheadLeases); never nil, for --json.
+func aheadLeases(ctx context.Context, db *sql.DB, l snowflake.Layout) ([]catalog.AheadLease, []string, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return []catalog.AheadLease{}, nil, err
+	}
+	defer conn.Close()
+	ahead, unread, err := catalog.AheadLeases(ctx, catalog.DB(conn), l)
+	if ahead == nil {
+		ahead = []catalog.AheadLease{}
+	}
+	return ahead, unread, err
+}
+
+func printAudit(w io.Writer, r *audit.Report, layoutName string, ahead []catalog.AheadLease, unread []string) {
 	fmt.Fprintf(w, "table     %s.%s, column %s, layout %s\n", r.Schema, r.Table, r.Column, layoutName)
 	fmt.Fprintf(w, "rows      %d (%d NULL)\n", r.Rows, r.Nulls)
 	if r.MinTime != nil {
@@ -142,6 +171,13 @@ func printAudit(w io.Writer, r *audit.Report, layoutName string) {
 		fmt.Fprintf(w, "skew      ID time - %s: |skew| p50 %s p99 %s max %s; min %s max %s; %d beyond %v; %d with %s NULL\n",
 			s.Column, fmtMs(s.P50AbsMs), fmtMs(s.P99AbsMs), fmtMs(s.MaxAbsMs), fmtMs(s.MinMs), fmtMs(s.MaxMs),
 			s.Beyond, time.Duration(s.ThresholdMs)*time.Millisecond, s.NullTimes, s.Column)
+	}
+	for _, l := range ahead {
+		fmt.Fprintf(w, "leases    node datacenter %d, machine %d (schema %s): its high-water mark is %.1f s ahead of the database's clock (its last holder, %s, ran ahead), so the node's next holder dates its IDs that far ahead\n",
+			l.Datacenter, l.Machine, l.Schema, float64(l.AheadMs)/1000, l.Holder)
+	}
+	for _, u := range unread {
+		fmt.Fprintf(w, "leases    not read: %s\n", u)
 	}
 	var bad []string
 	if r.Future > 0 {

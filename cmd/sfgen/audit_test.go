@@ -245,3 +245,73 @@ func TestShowProgress(t *testing.T) {
 		t.Errorf("progress wrote %q; want %q", b.String(), want)
 	}
 }
+
+// TestAuditLeaseMarksAhead: audit names an expired lease of the table's
+// layout whose high-water mark is ahead of the database's clock, in text
+// and JSON, and keeps exit 0 for a clean table; a mark within the bound,
+// another layout's schema and a role that may not read the lease table
+// (told so) are not reported as ahead.
+func TestAuditLeaseMarksAhead(t *testing.T) {
+	l := snowflake.Twitter
+	dsn, db := auditDB(t, l, composeAt(t, l, time.Now().Add(-time.Minute), 0, 1))
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "0", "--machine", "1"); code != 0 {
+		t.Fatalf("install = %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "disc", "--layout", "discord", "--datacenter", "0", "--machine", "1"); code != 0 {
+		t.Fatalf("install discord = %d %s %s", code, out, errOut)
+	}
+	// A holder that left node 3/4 (Twitter) and node 3/4 (Discord) with
+	// their marks 0.5 s and 30 s ahead: Close lowers the mark to its last ID.
+	for _, schema := range []string{"ids", "disc"} {
+		var dc, m, token int64
+		if err := db.QueryRow(`SELECT datacenter_id, machine_id, token FROM "`+schema+`".snowflake_lease_take('fast holder', 60000)`).Scan(&dc, &m, &token); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`UPDATE "`+schema+`_sfgen".snowflake_lease SET datacenter_id = 3, machine_id = 4 WHERE token = $1`, token); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Exec(`SELECT "`+schema+`".snowflake_lease_release(3, 4, $1, pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 500)`, token); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders")
+	if code != exitOK || errOut != "" || strings.Contains(out, "leases ") {
+		t.Fatalf("marks 0.5 s ahead, within the bound: exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	for _, schema := range []string{"ids", "disc"} {
+		if _, err := db.Exec(`UPDATE "` + schema + `_sfgen".snowflake_lease SET high_water_ms = high_water_ms + 29500`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, out, errOut = sfgen(t, "audit", "--dsn", dsn, "--table", "orders")
+	want := regexp.MustCompile(`\nleases    node datacenter 3, machine 4 \(schema ids\): its high-water mark is (29\.\d|30\.0) s ahead of the database's clock \(its last holder, fast holder, ran ahead\)`)
+	if code != exitOK || errOut != "" || !want.MatchString(out) || strings.Count(out, "leases ") != 1 {
+		t.Errorf("a Twitter mark 30 s ahead (and a Discord one): exit %d, stderr %q:\n%s", code, errOut, out)
+	}
+	code, out, _ = sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--json")
+	var r struct {
+		LeasesAhead []struct {
+			Schema     string `json:"schema"`
+			Datacenter int64  `json:"datacenter"`
+			Machine    int64  `json:"machine"`
+			AheadMs    int64  `json:"ahead_ms"`
+		} `json:"leases_ahead"`
+		Clean bool `json:"clean"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || !r.Clean || len(r.LeasesAhead) != 1 ||
+		r.LeasesAhead[0].Schema != "ids" || r.LeasesAhead[0].Datacenter != 3 || r.LeasesAhead[0].Machine != 4 ||
+		r.LeasesAhead[0].AheadMs < 29000 || r.LeasesAhead[0].AheadMs > 30000 {
+		t.Errorf("--json: exit %d, %+v (%v):\n%s", code, r, err, out)
+	}
+	// A role that may read the table and use schema ids, but not read its
+	// lease table, nor use schema disc (whose layout it cannot know).
+	name, roleDSN := pgtest.LoginRole(t, dsn, "auditor", "")
+	if _, err := db.Exec(`GRANT SELECT ON public.orders TO ` + name + `; GRANT USAGE ON SCHEMA ids TO ` + name); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = sfgen(t, "audit", "--dsn", roleDSN, "--table", "orders")
+	if code != exitOK || errOut != "" || !strings.Contains(out, "\nleases    not read: schema ids: this role may not read ids_sfgen.snowflake_lease (its owner may)\n") ||
+		!strings.Contains(out, "\nleases    not read: schema disc: read sfgen's functions in schema disc: ERROR: permission denied for schema disc") || strings.Contains(out, "ahead") {
+		t.Errorf("as %s: exit %d, stderr %q:\n%s", name, code, errOut, out)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"database/sql"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -150,5 +151,49 @@ func TestNextLeaseUsage(t *testing.T) {
 	if code != 1 || out != "" || !strings.Contains(errOut, "schema public is at sfgen release 2, before leases (release 3); upgrade it with sfgen install") ||
 		strings.Count(errOut, "\n") != 1 {
 		t.Errorf("next --dsn on release 2 = %d, %q, %q", code, out, errOut)
+	}
+}
+
+// TestNextWarnsOfAFloorAhead: when the only free node's floor is ahead of
+// the database's clock (its earlier holder's clock ran ahead), next says
+// so on stderr and dates its IDs from there; a node taken afresh gives
+// no warning.
+func TestNextWarnsOfAFloorAhead(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	// Four nodes: 0/0 the schema's, 0/1 and 1/1 reserved, 1/0 left by a
+	// holder ten minutes ahead.
+	const tiny = "epoch=1288834974657 timestamp=45 datacenter=1 machine=1 sequence=16"
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--layout", tiny, "--datacenter", "0", "--machine", "0"); code != 0 {
+		t.Fatalf("install = %d %s %s", code, out, errOut)
+	}
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec(`SELECT public.snowflake_lease_reserve(0, 1, 'elsewhere'), public.snowflake_lease_reserve(1, 1, 'elsewhere')`); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := sfgen(t, "next", "--dsn", dsn, "--count", "1")
+	if code != 0 || strings.Contains(errOut, "warning") {
+		t.Fatalf("next on node 1/0, never leased = %d, stderr %q; want 0 and no warning", code, errOut)
+	}
+	leases := fmt.Sprintf(`"%s".snowflake_lease`, catalog.PrivateSchema("public"))
+	var ahead int64
+	if err := db.QueryRow(`UPDATE ` + leases + ` SET high_water_ms = pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 600000
+		WHERE (datacenter_id, machine_id) = (1, 0) RETURNING high_water_ms`).Scan(&ahead); err != nil {
+		t.Fatalf("move node 1/0's mark ahead (next leased it, given back): %v", err)
+	}
+	code, out, errOut := sfgen(t, "next", "--dsn", dsn, "--count", "1")
+	if code != 0 || !regexp.MustCompile(`\nsfgen next: warning: node datacenter 1, machine 0 starts (599\.\d|600\.0) s ahead of the database's clock`).MatchString(errOut) {
+		t.Fatalf("next on node 1/0, 10 min ahead = %d, stderr %q; want 0 and the warning", code, errOut)
+	}
+	l, err := snowflake.ParseLayout(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := strconv.ParseInt(strings.TrimSpace(out), 10, 64)
+	if p, err := l.Decompose(snowflake.ID(id)); err != nil || p.Timestamp != ahead+1 {
+		t.Errorf("ID %s: %+v, %v; want dated %d, above the mark", out, p, err, ahead+1)
 	}
 }

@@ -12,6 +12,7 @@ import (
 
 	lib "github.com/sfgen/sfgen" // the public library; sfgen names a test helper here
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // maxCount is the largest --count next accepts: about 2.5 seconds of IDs
@@ -42,8 +43,11 @@ runs and given back when it ends, and lapses after --lease-ttl if next is
 killed. So any number of runs at the same time, on any machines, get
 different nodes and never repeat an ID. The connecting role needs EXECUTE
 on the schema's snowflake_lease_take(), _renew() and _release(). The node
-leased goes to stderr. --dsn does not go with --datacenter, --machine or
---layout (the schema's layout is used).
+leased goes to stderr, with a warning when its high-water mark is more
+than a second ahead of the database's clock (an earlier holder's clock ran
+ahead, and no other node was free): its IDs are then dated that far ahead.
+--dsn does not go with --datacenter, --machine or --layout (the schema's
+layout is used).
 
 Examples:
   sfgen next
@@ -197,5 +201,9 @@ func (c *cli) takeLease(ctx context.Context, dsn, schema string, ttl time.Durati
 	}
 	fmt.Fprintf(c.stderr, "sfgen next: leased node datacenter %d, machine %d (layout %s) from schema %s for %v, renewed while this runs\n",
 		lease.Datacenter(), lease.Machine(), layoutArg(layout), schema, ttl)
+	if a := lease.FloorAhead(); a > sqlgen.LeaseFutureBound {
+		fmt.Fprintf(c.stderr, "sfgen next: warning: node datacenter %d, machine %d starts %.1f s ahead of the database's clock (an earlier holder's clock ran ahead), so its IDs are dated up to that far ahead; every other node of the layout was in use\n",
+			lease.Datacenter(), lease.Machine(), a.Seconds())
+	}
 	return leased{lease, layout, db}, exitOK, true
 }

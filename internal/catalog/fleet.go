@@ -2,6 +2,8 @@ package catalog
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -311,4 +313,55 @@ func CompareFleet(targets []FleetTarget) FleetReport {
 	}
 	r.OK = len(r.Shared) == 0 && r.Failed == 0
 	return r
+}
+
+// An AheadLease is an expired lease row whose high-water mark, the floor
+// of its node's next holder, is more than FutureBoundMs ahead of the
+// database's clock: that holder's IDs would be dated that far ahead.
+type AheadLease struct {
+	Schema string `json:"schema"`
+	FleetLease
+}
+
+// AheadLeases reads, in the database q reaches, every trusted schema of
+// layout l whose lease table (release 4 and later) this role may read, and
+// returns its AheadLease rows; unread says, for each schema with sfgen's
+// leases that this role may not read (its layout unknown, then), or whose
+// lease table it may not read, why. A schema Inspect finds untrusted is
+// passed over, its functions not called: the fleet check reports it.
+func AheadLeases(ctx context.Context, q Querier, l snowflake.Layout) (ahead []AheadLease, unread []string, err error) {
+	var names string
+	if err := queryRow(ctx, q, "lease_schemas", &names); err != nil {
+		return nil, nil, fmt.Errorf("list the schemas with leases: %w", err)
+	}
+	var list []string
+	if err := json.Unmarshal([]byte(names), &list); err != nil {
+		return nil, nil, fmt.Errorf("list the schemas with leases: %w", err)
+	}
+	for _, name := range list {
+		s, err := ParseSchema(name)
+		if err != nil {
+			continue // a name sfgen never installs into
+		}
+		in, err := Inspect(ctx, q, s)
+		switch {
+		case errors.Is(err, ErrUntrusted):
+			continue
+		case err != nil:
+			unread = append(unread, fmt.Sprintf("schema %s: %v", s, err))
+			continue
+		case in.Layout != l || in.Release < 4:
+			continue
+		}
+		leases, why := readLeases(ctx, q, s, func(err error) string { return err.Error() })
+		if why != "" {
+			unread = append(unread, fmt.Sprintf("schema %s: %s", s, why))
+		}
+		for _, fl := range leases {
+			if fl.AheadMs > 0 {
+				ahead = append(ahead, AheadLease{Schema: s.Name(), FleetLease: fl})
+			}
+		}
+	}
+	return ahead, unread, nil
 }
