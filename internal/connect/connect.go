@@ -22,6 +22,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"net/url"
 	"slices"
 	"strings"
@@ -183,7 +184,7 @@ func Redact(err error, dsn string) string {
 	}
 	var lines []string
 	seen := map[string]bool{}
-	for _, l := range strings.Split(err.Error(), "\n") {
+	for _, l := range strings.Split(leadingCause(err), "\n") {
 		l = strings.TrimSpace(l)
 		if l != "" && !seen[l] {
 			seen[l] = true
@@ -195,6 +196,30 @@ func Redact(err error, dsn string) string {
 		msg = strings.ReplaceAll(msg, secret, "xxxxx")
 	}
 	return msg
+}
+
+// leadingCause returns err's text, except for a connection that pgx tried
+// more than once (sslmode=prefer tries TLS, then plain text; a host name
+// may have several addresses) where one attempt reached the server and
+// got its answer (a *pgconn.PgError: no such database, a wrong password):
+// then pgx's prefix and that attempt's text alone, so that the cause
+// leads, not "tls error: server refused TLS connection".
+func leadingCause(err error) string {
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &ce) {
+		return err.Error()
+	}
+	attempts, ok := errors.Unwrap(ce).(interface{ Unwrap() []error })
+	if !ok {
+		return err.Error()
+	}
+	for _, a := range slices.Backward(attempts.Unwrap()) {
+		var pe *pgconn.PgError
+		if errors.As(a, &pe) {
+			return fmt.Sprintf("failed to connect to `user=%s database=%s`: %v", ce.Config.User, ce.Config.Database, a)
+		}
+	}
+	return err.Error()
 }
 
 // passwords returns the spellings of dsn's password that an error could

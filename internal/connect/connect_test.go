@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgproto3"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
@@ -504,5 +505,70 @@ func TestSearchPathPinned(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// refusingServer listens on a TCP port of its own and answers every
+// connection as a server without TLS whose database does not exist: 'N'
+// to an SSLRequest, then a FATAL 3D000 to the startup message.
+func refusingServer(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				b := pgproto3.NewBackend(c, c)
+				for {
+					msg, err := b.ReceiveStartupMessage()
+					if err != nil {
+						return
+					}
+					if _, ok := msg.(*pgproto3.SSLRequest); ok {
+						if _, err := c.Write([]byte("N")); err != nil {
+							return
+						}
+						continue
+					}
+					b.Send(&pgproto3.ErrorResponse{Severity: "FATAL", SeverityUnlocalized: "FATAL", Code: "3D000", Message: `database "nosuchdb" does not exist`})
+					b.Flush()
+					return
+				}
+			}()
+		}
+	}()
+	t.Cleanup(func() { ln.Close(); <-done })
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// TestServerAnswerLeads: with sslmode=prefer (the default) pgx tries TLS,
+// which the server refuses, and then plain text, which the server answers
+// with its error; the error says the server's answer alone, not the TLS
+// attempt first. With sslmode=require the TLS refusal is the cause.
+func TestServerAnswerLeads(t *testing.T) {
+	port := refusingServer(t)
+	for _, o := range openers[2:] {
+		t.Run(o.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 8*time.Second)
+			defer cancel()
+			err := o.open(ctx, fmt.Sprintf("postgres://app:%sSecret@127.0.0.1:%d/nosuchdb", secret, port))
+			want := fmt.Sprintf("failed to connect to `user=app database=nosuchdb`: 127.0.0.1:%d (127.0.0.1): server error: FATAL: database \"nosuchdb\" does not exist (SQLSTATE 3D000)", port)
+			if err == nil || err.Error() != want {
+				t.Errorf("error %q;\nwant %q", err, want)
+			}
+			err = o.open(ctx, fmt.Sprintf("postgres://app@127.0.0.1:%d/nosuchdb?sslmode=require", port))
+			if err == nil || !strings.Contains(err.Error(), "tls error: server refused TLS connection") {
+				t.Errorf("sslmode=require: error %q; want the TLS refusal", err)
+			}
+		})
 	}
 }
