@@ -11,16 +11,21 @@ import (
 )
 
 const composeHelp = `
-sfgen compose [--layout NAME|SPEC] [--timestamp MS] [--datacenter N] [--machine N] [--sequence N] [--json]
+sfgen compose [--layout NAME|SPEC] [--timestamp MS|TIME] [--datacenter N] [--machine N] [--sequence N] [--json]
 
 Builds one Snowflake ID in the layout (Twitter's unless --layout says
-otherwise) and shows its bits. An omitted --timestamp means now; omitted
+otherwise) and shows its bits. --timestamp is Unix milliseconds or an
+RFC 3339 time (2023-11-14T22:13:20.5Z, any offset), which counts as its
+millisecond rounded down, as serve's API and page read it; whole numbers
+here and everywhere in sfgen are decimal, with an optional sign and
+leading zeros allowed. An omitted --timestamp means now; omitted
 --datacenter, --machine and --sequence mean 0. The ranges of the fields
 are the layout's: 'sfgen compose --layout L --help' shows them.
 
 Examples:
   sfgen compose --timestamp 1288834975657 --datacenter 1 --machine 1 --sequence 0
   sfgen compose --datacenter 3 --json
+  sfgen compose --timestamp 2023-11-14T22:13:20Z --machine 7
   sfgen compose --layout discord --timestamp 1462015105796 --datacenter 1 --sequence 7
   sfgen compose --layout "epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12" --machine 63
 `
@@ -32,7 +37,7 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return code
 	}
 	l := lf.layout
-	ts := c.fieldVar(l, snowflake.FieldTimestamp, "Unix time in `MS`", "now")
+	ts := c.fieldVar(l, snowflake.FieldTimestamp, "Unix time in `MS`, or an RFC 3339 time", "now")
 	dc := c.fieldVar(l, snowflake.FieldDatacenter, "datacenter `N`", "")
 	m := c.fieldVar(l, snowflake.FieldMachine, "machine (worker) `N`", "")
 	seq := c.fieldVar(l, snowflake.FieldSequence, "sequence `N`", "")

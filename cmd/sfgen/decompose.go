@@ -13,7 +13,8 @@ sfgen decompose ID [--layout NAME|SPEC] [--json]
 Splits a Snowflake ID into its timestamp, datacenter, machine and
 sequence in the layout (Twitter's unless --layout says otherwise), with
 its time in UTC and its bits. ID is a decimal integer from 0 to
-9223372036854775807.
+9223372036854775807; as every whole number sfgen reads (its flags, serve's
+API and page), it may have a sign and leading zeros: +5 and 05 are 5.
 
 Examples:
   sfgen decompose 4194439168

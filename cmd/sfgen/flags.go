@@ -163,6 +163,10 @@ type intFlag struct {
 	// outOfRange, if set, words the message for a value outside the range
 	// (a snowflake field's, which for a timestamp also gives its times).
 	outOfRange func(value string) string
+	// times, if set, also reads an RFC 3339 time as its Unix millisecond
+	// (a snowflake timestamp, snowflake.ParseTime), and words the message
+	// for a value that is neither.
+	times *snowflake.Layout
 
 	text string
 	set  bool
@@ -190,7 +194,15 @@ func (f *intFlag) check() error {
 		return nil
 	}
 	if _, ok := f.val.SetString(f.text, 10); !ok {
-		return fmt.Errorf("%s %q is not a whole number; want an integer in [%s, %s]", f.name, f.text, f.min, f.max)
+		ms, isTime := snowflake.ParseTime(f.text)
+		switch {
+		case f.times != nil && isTime:
+			f.val.SetInt64(ms)
+		case f.times != nil:
+			return errors.New(snowflake.TimestampSyntaxMessage(*f.times, f.text))
+		default:
+			return fmt.Errorf("%s %q is not a whole number; want an integer in [%s, %s]", f.name, f.text, f.min, f.max)
+		}
 	}
 	if f.val.Cmp(f.min) < 0 || f.val.Cmp(f.max) > 0 {
 		if f.outOfRange != nil {
@@ -238,6 +250,9 @@ func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def strin
 	lo, hi := l.Min(fld), l.Max(fld)
 	f := c.newInt(fld.String(), usage, big.NewInt(lo), big.NewInt(hi), new(big.Int), def)
 	f.outOfRange = func(v string) string { return snowflake.RangeMessage(fld, v, lo, hi) }
+	if fld == snowflake.FieldTimestamp {
+		f.times = &l
+	}
 	return f
 }
 

@@ -87,7 +87,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return c.fail("%v", err)
 	}
 	if !serve.IsLoopback(host) {
-		fmt.Fprintf(stderr, "sfgen serve: listening on %s, not only loopback: anyone who can reach it can use the page\n", ln.Addr())
+		fmt.Fprintf(stderr, "sfgen serve: listening on %s, not only loopback: anyone who can reach it can use the page\n", listening(host, ln.Addr()))
 	}
 	fmt.Fprintf(stderr, "sfgen serve: layout %s; Ctrl-C stops\n", describeLayout(lf.layout))
 	fmt.Fprintln(stdout, serve.URL(ln.Addr()))
@@ -97,4 +97,20 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	}
 	fmt.Fprintln(stderr, "sfgen serve: stopped")
 	return exitOK
+}
+
+// listening says where a listener on --addr's host listens, at the port
+// it got: the host as given ("0.0.0.0:8080", where Go's listener says
+// "[::]:8080", as it also takes IPv6), with "every address of this
+// machine" for a host that is empty or unspecified (0.0.0.0, ::).
+func listening(host string, addr net.Addr) string {
+	_, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return addr.String()
+	}
+	shown := net.JoinHostPort(host, port)
+	if ip := net.ParseIP(host); host == "" || ip != nil && ip.IsUnspecified() {
+		shown += " (every address of this machine)"
+	}
+	return shown
 }

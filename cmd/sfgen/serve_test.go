@@ -107,7 +107,7 @@ func compareCLI(t *testing.T, h http.Handler, args []string, target, field strin
 	default:
 		t.Errorf("sfgen %q: exit %d, stderr %q", args, code, errOut)
 	}
-	comparePage(t, h, code, out, errOut, args[0], target)
+	comparePage(t, h, code, out, errOut, args, target)
 }
 
 var (
@@ -116,11 +116,15 @@ var (
 )
 
 // comparePage checks that the page, given the API call's query, shows the
-// ID the CLI printed, or the CLI's message next to the field at fault. The
-// page reads more than the CLI (spaces around a value, RFC 3339 times), so
-// inputs the CLI refuses for those are left out.
-func comparePage(t *testing.T, h http.Handler, code int, out, errOut, cmd, target string) {
+// ID the CLI printed, or the CLI's message next to the field at fault;
+// the page marks every bad field (the CLI stops at the first), so each
+// other field it marks must carry the message the CLI gives for that flag
+// alone (args without the others' flags). The page reads more than the
+// CLI (spaces around a value), so inputs the CLI refuses for those are
+// left out.
+func comparePage(t *testing.T, h http.Handler, code int, out, errOut string, args []string, target string) {
 	t.Helper()
+	cmd := args[0]
 	u, err := url.Parse(target)
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +134,7 @@ func comparePage(t *testing.T, h http.Handler, code int, out, errOut, cmd, targe
 		return // the page without an id composes
 	}
 	for _, vs := range q {
-		if v := vs[0]; strings.TrimSpace(v) != v || strings.Contains(v, "T") {
+		if v := vs[0]; strings.TrimSpace(v) != v {
 			return
 		}
 	}
@@ -156,15 +160,29 @@ func comparePage(t *testing.T, h http.Handler, code int, out, errOut, cmd, targe
 	if strings.HasPrefix(msg, "missing ID") {
 		field = "id"
 	}
-	got := errs[field]
-	if field == "timestamp" {
-		// The page also takes RFC 3339 times, and its message says so.
-		msg = strings.Replace(msg, "is not a whole number;", "is not a whole number or an RFC 3339 time;", 1)
-		got = got[:min(len(got), len(msg))]
+	if rec.Code != http.StatusBadRequest || errs[field] != msg || pageIDRE.MatchString(page) {
+		t.Errorf("the page for %s: status %d, errors %q; want %q next to %s", u.RawQuery, rec.Code, errs, msg, field)
 	}
-	if rec.Code != http.StatusBadRequest || len(errs) != 1 || got != msg || pageIDRE.MatchString(page) {
-		t.Errorf("the page for %s: status %d, errors %q; want only %q next to %s", u.RawQuery, rec.Code, errs, msg, field)
+	for other, got := range errs {
+		if other == field {
+			continue
+		}
+		alone := []string{cmd, "--layout", flagValue(args, "--layout"), "--" + other, q.Get(other)}
+		code, _, errOut := sfgen(t, alone...)
+		if want := strings.TrimSuffix(strings.TrimPrefix(errOut, "sfgen "+cmd+": "), "\n"); code != exitUsage || got != want {
+			t.Errorf("the page for %s: %q next to %s; sfgen %q says %q (exit %d)", u.RawQuery, got, other, alone, want, code)
+		}
 	}
+}
+
+// flagValue returns the value after flag in args, "" when it is not there.
+func flagValue(args []string, flag string) string {
+	for i, a := range args[:len(args)-1] {
+		if a == flag {
+			return args[i+1]
+		}
+	}
+	return ""
 }
 
 // TestServeAPINowMatchesCLI compares a composition without a timestamp:
@@ -294,8 +312,8 @@ func TestServeNotLoopbackWarns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel() // serve stops as soon as it has listened
 	code := runServe(ctx, []string{"--addr", "0.0.0.0:0"}, &stdout, &stderr)
-	if code != exitOK || !strings.Contains(stderr.String(), "not only loopback: anyone who can reach it can use the page") {
-		t.Errorf("exit %d, stderr %q; want a warning", code, stderr.String())
+	if code != exitOK || !regexp.MustCompile(`^sfgen serve: listening on 0\.0\.0\.0:[1-9][0-9]* \(every address of this machine\), not only loopback: anyone who can reach it can use the page\n`).MatchString(stderr.String()) {
+		t.Errorf("exit %d, stderr %q; want a warning naming 0.0.0.0 and the port", code, stderr.String())
 	}
 	code = runServe(ctx, []string{"--addr", "127.0.0.1:0"}, &stdout, &stderr)
 	if code != exitOK || strings.Count(stderr.String(), "not only loopback") != 1 {

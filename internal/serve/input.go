@@ -53,18 +53,17 @@ type composition struct {
 
 // value reads the text s of field f in layout l as the command line reads
 // its flag: a decimal integer (an optional sign, leading zeros allowed) in
-// the field's range. With rfc3339 set, a timestamp may also be an RFC 3339
-// time, which counts as its Unix millisecond (rounded down).
-func value(l snowflake.Layout, f snowflake.Field, s string, rfc3339 bool) (int64, error) {
+// the field's range; a timestamp may also be an RFC 3339 time
+// (snowflake.ParseTime).
+func value(l snowflake.Layout, f snowflake.Field, s string) (int64, error) {
 	lo, hi := l.Min(f), l.Max(f)
-	times := rfc3339 && f == snowflake.FieldTimestamp
 	var v big.Int
 	if _, ok := v.SetString(s, 10); !ok {
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if !times || err != nil {
-			return 0, &InputError{f.String(), s, syntaxMessage(l, f, s, times), snowflake.ErrSyntax}
+		ms, ok := snowflake.ParseTime(s)
+		if f != snowflake.FieldTimestamp || !ok {
+			return 0, &InputError{f.String(), s, syntaxMessage(l, f, s), snowflake.ErrSyntax}
 		}
-		v.SetInt64(t.UnixMilli())
+		v.SetInt64(ms)
 	}
 	if v.Cmp(big.NewInt(lo)) < 0 || v.Cmp(big.NewInt(hi)) > 0 {
 		return 0, &InputError{f.String(), s, snowflake.RangeMessage(f, v.String(), lo, hi), snowflake.ErrOutOfRange}
@@ -73,31 +72,51 @@ func value(l snowflake.Layout, f snowflake.Field, s string, rfc3339 bool) (int64
 }
 
 // syntaxMessage is the message for the text s of field f that is not a
-// number: the command line's, which the page words for times too when
-// it takes them.
-func syntaxMessage(l snowflake.Layout, f snowflake.Field, s string, times bool) string {
-	lo, hi := l.Min(f), l.Max(f)
-	if times {
-		return fmt.Sprintf("%s %q is not a whole number or an RFC 3339 time; want an integer in [%d, %d] or a time from %s to %s",
-			f, s, lo, hi, l.MinTime().Format(snowflake.TimeFormat), l.MaxTime().Format(snowflake.TimeFormat))
+// number: the command line's.
+func syntaxMessage(l snowflake.Layout, f snowflake.Field, s string) string {
+	if f == snowflake.FieldTimestamp {
+		return snowflake.TimestampSyntaxMessage(l, s)
 	}
-	return fmt.Sprintf("%s %q is not a whole number; want an integer in [%d, %d]", f, s, lo, hi)
+	return fmt.Sprintf("%s %q is not a whole number; want an integer in [%d, %d]", f, s, l.Min(f), l.Max(f))
+}
+
+// fieldErrors are the bad fields of a composition, one or more, in
+// composeFields' order. Its text is the first's, the one the command
+// line would report (it stops at the first flag it refuses); errors.As
+// finds that first *InputError too. The page marks them all.
+type fieldErrors []*InputError
+
+func (e fieldErrors) Error() string { return e[0].Error() }
+
+func (e fieldErrors) Unwrap() []error {
+	out := make([]error, len(e))
+	for i, ie := range e {
+		out[i] = ie
+	}
+	return out
 }
 
 // compose returns the ID that c describes in layout l: a timestamp not
-// given is now's, another field not given is 0.
-func compose(l snowflake.Layout, c composition, now time.Time, rfc3339 bool) (snowflake.ID, error) {
+// given is now's, another field not given is 0. Bad fields are
+// fieldErrors, every one of them.
+func compose(l snowflake.Layout, c composition, now time.Time) (snowflake.ID, error) {
 	var vals [4]int64
 	vals[0] = now.UnixMilli()
+	var bad fieldErrors
 	for i, f := range composeFields {
 		if c.texts[i] == "" {
 			continue
 		}
-		v, err := value(l, f, c.texts[i], rfc3339)
-		if err != nil {
-			return 0, err
+		v, err := value(l, f, c.texts[i])
+		var ie *InputError
+		if errors.As(err, &ie) {
+			bad = append(bad, ie)
+			continue
 		}
 		vals[i] = v
+	}
+	if len(bad) > 0 {
+		return 0, bad
 	}
 	id, err := l.Compose(vals[0], vals[1], vals[2], vals[3])
 	var re *snowflake.RangeError

@@ -100,7 +100,7 @@ func (s *server) view(q url.Values) (pageView, int) {
 			Hint: fmt.Sprintf("%d to %d", l.Min(f), l.Max(f)), Value: strings.TrimSpace(q.Get(f.String()))}
 		switch f {
 		case snowflake.FieldTimestamp:
-			fv.Label, fv.InputMode = "timestamp (Unix ms)", "text"
+			fv.Label, fv.InputMode = "timestamp (Unix ms or RFC 3339)", "text"
 			fv.Hint = fmt.Sprintf("%d to %d, or an RFC 3339 time from %s to %s; blank means now",
 				l.Min(f), l.Max(f), l.MinTime().Format(snowflake.TimeFormat), l.MaxTime().Format(snowflake.TimeFormat))
 		case snowflake.FieldMachine:
@@ -124,30 +124,40 @@ func (s *server) view(q url.Values) (pageView, int) {
 		for i := range composeFields {
 			c.texts[i] = v.Fields[i].Value
 		}
-		id, err = compose(l, c, s.now(), true)
+		id, err = compose(l, c, s.now())
 	}
 	if err != nil {
 		var ie *InputError
 		ok := errors.As(err, &ie)
 		switch {
 		case !ok:
-			v.Problem = err.Error()
+			v.Problem = err.Error() + " See the message next to the field."
 		case ie.Field == "id":
 			v.Decode.Error = ie.Message
-			v.Problem = "No ID: the ID is not valid."
+			v.Problem = "No ID: the ID is not valid. See the message next to the field."
 		default:
-			for i := range v.Fields {
-				if v.Fields[i].Name == ie.Field {
-					v.Fields[i].Error = ie.Message
+			bad := fieldErrors{ie}
+			errors.As(err, &bad)
+			var names []string
+			for _, ie := range bad {
+				for i := range v.Fields {
+					if v.Fields[i].Name == ie.Field {
+						v.Fields[i].Error = ie.Message
+					}
 				}
+				names = append(names, ie.Field)
 			}
-			v.Problem = "No ID: the " + ie.Field + " is not valid."
+			if len(names) == 1 {
+				v.Problem = "No ID: the " + names[0] + " is not valid. See the message next to the field."
+			} else {
+				v.Problem = "No ID: the " + strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + " are not valid. See the messages next to the fields."
+			}
 		}
 		return v, http.StatusBadRequest
 	}
 	p, err := l.Decompose(id)
 	if err != nil {
-		v.Decode.Error, v.Problem = err.Error(), err.Error()
+		v.Decode.Error, v.Problem = err.Error(), err.Error()+" See the message next to the field."
 		return v, http.StatusBadRequest
 	}
 	if v.Mode == "decode" {

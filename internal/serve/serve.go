@@ -118,7 +118,7 @@ func (s *server) apiCompose(w http.ResponseWriter, r *http.Request) {
 	for i, n := range names {
 		c.texts[i] = q[n]
 	}
-	id, err := compose(s.layout, c, s.now(), false)
+	id, err := compose(s.layout, c, s.now())
 	if err != nil {
 		writeInputError(w, err)
 		return

@@ -71,9 +71,10 @@ func TestAPIComposeMatchesTheFormula(t *testing.T) {
 		{"timestamp=1288834974657", 1288834974657, 0, 0, 0},                                   // the epoch: ID 0
 		{"timestamp=3487858230208&datacenter=31&machine=31&sequence=4095", 3487858230208, 31, 31, 4095},
 		{"timestamp=1700000000000&datacenter=3&machine=7&sequence=42", 1700000000000, 3, 7, 42},
-		{"datacenter=2", fixedNow.UnixMilli(), 2, 0, 0},                               // no timestamp: now
-		{"timestamp=&datacenter=&machine=5&sequence=", fixedNow.UnixMilli(), 0, 5, 0}, // empty is not given
-		{"timestamp=%2B1288834975657&datacenter=007", 1288834975657, 7, 0, 0},         // a sign and leading zeros, as the CLI reads them
+		{"datacenter=2", fixedNow.UnixMilli(), 2, 0, 0},                                               // no timestamp: now
+		{"timestamp=&datacenter=&machine=5&sequence=", fixedNow.UnixMilli(), 0, 5, 0},                 // empty is not given
+		{"timestamp=%2B1288834975657&datacenter=007", 1288834975657, 7, 0, 0},                         // a sign and leading zeros, as the CLI reads them
+		{"timestamp=2010-11-04T02:42:55.6579%2B01:00&datacenter=1&machine=1", 1288834975657, 1, 1, 0}, // an RFC 3339 time, its millisecond rounded down
 	} {
 		t.Run(tc.query, func(t *testing.T) {
 			res, body := get(t, h, "GET", "/api/compose?"+tc.query)
@@ -111,7 +112,9 @@ func TestAPIErrors(t *testing.T) {
 		{"/api/compose?sequence=abc", "sequence", `sequence "abc" is not a whole number; want an integer in [0, 4095]`},
 		{"/api/compose?timestamp=3487858230209", "timestamp", "timestamp 3487858230209 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
 		{"/api/compose?timestamp=1288834974656", "timestamp", "timestamp 1288834974656 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
-		{"/api/compose?timestamp=2023-11-14T22:13:20Z", "timestamp", `timestamp "2023-11-14T22:13:20Z" is not a whole number; want an integer in [1288834974657, 3487858230208]`},
+		{"/api/compose?timestamp=yesterday", "timestamp", `timestamp "yesterday" is not a whole number or an RFC 3339 time; want an integer in [1288834974657, 3487858230208] or a time from 2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z`},
+		{"/api/compose?timestamp=1969-12-31T23:59:59.9995Z", "timestamp", "timestamp -1 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"}, // rounded down, not toward zero
+		{"/api/compose?timestamp=2010-11-04T01:42:54.656999Z", "timestamp", "timestamp 1288834974656 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"},
 		{"/api/compose?datacenter=99999999999999999999999", "datacenter", "datacenter 99999999999999999999999 out of range [0, 31]"},
 		{"/api/compose?timestamp=1&datacenter=32", "timestamp", "timestamp 1 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"}, // the first bad field, as the CLI checks them
 		{"/api/compose?worker=1", "worker", `unknown parameter "worker"; /api/compose takes timestamp, datacenter, machine and sequence`},
@@ -446,13 +449,13 @@ func TestInputError(t *testing.T) {
 		{func() error { _, err := parseID("-5"); return err }(), "id", "-5", snowflake.ErrOutOfRange},
 		{func() error { _, err := parseID("x"); return err }(), "id", "x", snowflake.ErrSyntax},
 		{func() error { _, err := parseID(""); return err }(), "id", "", nil},
-		{func() error { _, err := value(snowflake.Twitter, snowflake.FieldSequence, "abc", false); return err }(), "sequence", "abc", snowflake.ErrSyntax},
+		{func() error { _, err := value(snowflake.Twitter, snowflake.FieldSequence, "abc"); return err }(), "sequence", "abc", snowflake.ErrSyntax},
 		{func() error {
-			_, err := value(snowflake.Twitter, snowflake.FieldTimestamp, "2010-11-04T01:42:54Z", true)
+			_, err := value(snowflake.Twitter, snowflake.FieldTimestamp, "2010-11-04T01:42:54Z")
 			return err
 		}(), "timestamp", "2010-11-04T01:42:54Z", snowflake.ErrOutOfRange},
 		{func() error {
-			_, err := compose(snowflake.Twitter, composition{}, time.UnixMilli(0), false)
+			_, err := compose(snowflake.Twitter, composition{}, time.UnixMilli(0))
 			return err
 		}(), "timestamp", "", snowflake.ErrOutOfRange}, // a clock before the epoch
 	} {
@@ -478,4 +481,37 @@ func TestHandlerRefusesTheZeroLayout(t *testing.T) {
 		}
 	}()
 	Handler(Options{})
+}
+
+// TestPageMarksEveryBadField: the page marks every field it refuses, each
+// with the message the command line gives for it alone, and says which
+// in its summary; the API, as the command line, names the first.
+func TestPageMarksEveryBadField(t *testing.T) {
+	h := testHandler(t, snowflake.Twitter)
+	res, page := get(t, h, "GET", "/?timestamp=yesterday&datacenter=32&sequence=abc")
+	if res.StatusCode != http.StatusBadRequest {
+		t.Errorf("status %d, want 400", res.StatusCode)
+	}
+	want := map[string]string{
+		"timestamp":  `timestamp "yesterday" is not a whole number or an RFC 3339 time; want an integer in [1288834974657, 3487858230208] or a time from 2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z`,
+		"datacenter": "datacenter 32 out of range [0, 31]",
+		"machine":    "",
+		"sequence":   `sequence "abc" is not a whole number; want an integer in [0, 4095]`,
+	}
+	for name, msg := range want {
+		if got := elementText(t, page, name+"-error"); got != msg {
+			t.Errorf("next to %s: %q, want %q", name, got, msg)
+		}
+		marked := regexp.MustCompile(`<input id="f-` + name + `"[^>]* aria-invalid="true">`).MatchString(page)
+		if marked != (msg != "") {
+			t.Errorf("the %s input marked invalid: %v", name, marked)
+		}
+	}
+	if !strings.Contains(page, "No ID: the timestamp, datacenter and sequence are not valid.") {
+		t.Error("the summary does not name the three fields")
+	}
+	_, body := get(t, h, "GET", "/api/compose?timestamp=yesterday&datacenter=32&sequence=abc")
+	if !strings.Contains(body, `"field":"timestamp"`) {
+		t.Errorf("the API: %s; want the first bad field, timestamp", body)
+	}
 }
