@@ -187,6 +187,9 @@ type Result struct {
 	NativeRoundRatios []float64 `json:"native_round_ratios,omitempty"`
 	// Compared holds the variants of Config.Compare, in its order.
 	Compared []Compared `json:"compared,omitempty"`
+	// SeqWALNote says why the variants' SeqWALPerID are -1 ("n/a"); ""
+	// when they were measured.
+	SeqWALNote string `json:"seq_wal_note,omitempty"`
 }
 
 // Compared is one function of Config.Compare, measured as the DEFAULT of
@@ -482,10 +485,11 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if walinspect != "" {
-		if err := sequenceWALs(ctx, pool, walinspect, vs, spans); err != nil {
-			fmt.Fprintf(progress, "pg_walinspect failed, no sequence WAL figures: %v\n", err)
-		}
+	if walinspect == "" {
+		res.SeqWALNote = "this database has no pg_walinspect extension, which reads it (CREATE EXTENSION pg_walinspect, PostgreSQL 15 and later; its functions need pg_read_server_files)"
+	} else if err := sequenceWALs(ctx, pool, walinspect, vs, spans); err != nil {
+		res.SeqWALNote = "pg_walinspect failed: " + err.Error()
+		fmt.Fprintf(progress, "pg_walinspect failed, no sequence WAL figures: %v\n", err)
 	}
 	for _, v := range vs {
 		vr := v.res

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"slices"
@@ -70,6 +71,9 @@ func TestRun(t *testing.T) {
 		if v.Rows == 0 || v.TPS <= 0 || len(v.RoundTPS) != 2 || v.WALPerRow <= 0 || v.SeqWALPerID < 0 {
 			t.Errorf("%s: %+v\nprogress:\n%s", v.Name, v, progress.String())
 		}
+	}
+	if res.SeqWALNote != "" {
+		t.Errorf("SeqWALNote %q with pg_walinspect installed", res.SeqWALNote)
 	}
 	// nextval() logs a sequence record every 32 values.
 	if c := res.Compared[0].Variant; c.SeqWALPerID <= 0 {
@@ -198,3 +202,34 @@ func (p *lagProbe) Write(b []byte) (int, error) {
 
 // near reports whether two lags in milliseconds agree to a nanosecond.
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
+
+// TestRunWithoutWalinspect: on a database without pg_walinspect the
+// sequence WAL is n/a, and the report says why and what measures it.
+func TestRunWithoutWalinspect(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, string(script)); err != nil {
+		t.Fatal(err)
+	}
+	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 1, Duration: 200 * time.Millisecond, Rounds: 1, Progress: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Bigserial.SeqWALPerID != -1 || !strings.Contains(res.SeqWALNote, "no pg_walinspect extension") {
+		t.Errorf("SeqWALPerID %v, SeqWALNote %q; want -1 and why", res.Bigserial.SeqWALPerID, res.SeqWALNote)
+	}
+	var text bytes.Buffer
+	res.WriteText(&text)
+	if !strings.Contains(text.String(), "\nseq WAL/ID n/a: this database has no pg_walinspect extension, which reads it (CREATE EXTENSION pg_walinspect") {
+		t.Errorf("report:\n%s", text.String())
+	}
+}

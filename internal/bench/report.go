@@ -32,6 +32,9 @@ func (r *Result) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-*s %10d %10.0f %9.1f B %12s  %.0f/%.0f/%.0f\n", width, v.Name, v.Rows, v.TPS, v.WALPerRow, seq,
 			quantile(v.RoundTPS, 0), quantile(v.RoundTPS, 0.5), quantile(v.RoundTPS, 1))
 	}
+	if r.SeqWALNote != "" {
+		fmt.Fprintf(&b, "seq WAL/ID n/a: %s\n", r.SeqWALNote)
+	}
 	ratioLine(&b, r.Snowflake.Name, r.Ratio, r.RoundRatios)
 	if r.Native != nil {
 		ratioLine(&b, r.Native.Name, r.NativeRatio, r.NativeRoundRatios)

@@ -193,8 +193,9 @@ func TestPlanMigrationsReadsDir(t *testing.T) {
 }
 
 // TestMigrationWriterVersions checks that one writer's files have
-// versions a second apart when the clock has not moved, that a taken
-// version is a usage error, and that sequential versions count up.
+// versions a second apart when the clock has not moved, that another run
+// in the same second takes the next free version (issue 28: it failed
+// with "version … is taken"), and that sequential versions count up.
 func TestMigrationWriterVersions(t *testing.T) {
 	dir := t.TempDir()
 	w := NewMigrationWriter(dir, false)
@@ -215,13 +216,13 @@ func TestMigrationWriterVersions(t *testing.T) {
 	var ue *UsageError
 	other := NewMigrationWriter(dir, false)
 	other.now = func() time.Time { return at }
-	if _, err := other.Write("_d.sql", []byte("-- x\n")); !errors.As(err, &ue) || !errors.Is(err, migrationdir.ErrExists) {
-		t.Errorf("taken version: %v; want a usage error wrapping ErrExists", err)
+	if path, err := other.Write("_d.sql", []byte("-- x\n")); err != nil || filepath.Base(path) != "20260102030408_d.sql" {
+		t.Errorf("another run in the same second: %s, %v; want 20260102030408_d.sql, after the highest", path, err)
 	}
 	seq := NewMigrationWriter(dir, true)
 	path, err := seq.Write("_e.sql", []byte("-- x\n"))
-	if err != nil || filepath.Base(path) != "20260102030408_e.sql" {
-		t.Errorf("sequential after %s: %s, %v; want 20260102030408_e.sql", want[2], path, err)
+	if err != nil || filepath.Base(path) != "20260102030409_e.sql" {
+		t.Errorf("sequential after 20260102030408_d.sql: %s, %v; want 20260102030409_e.sql", path, err)
 	}
 	if _, err := NewMigrationWriter(filepath.Join(dir, "missing"), true).Write("_f.sql", nil); !errors.As(err, &ue) {
 		t.Errorf("missing dir: %v; want a usage error", err)

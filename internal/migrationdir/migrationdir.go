@@ -181,7 +181,11 @@ func readDir(dir string) ([]os.DirEntry, error) {
 // and returns its path. The file appears whole or not at all: it is
 // written to a temporary file in dir, synced, and then linked into place,
 // which fails rather than replace a file of the same name. now is the
-// clock for Timestamp versions.
+// clock for Timestamp versions: the version is now's UTC time, or, when
+// the directory already holds that version or a later one (a file written
+// this second, or by a clock ahead), the second after the highest (or,
+// for a highest version that is not a timestamp, the number after it), so
+// that goose applies it after every migration there.
 func Write(dir, suffix string, content []byte, v Versioning, now time.Time) (string, error) {
 	entries, err := readDir(dir)
 	if err != nil {
@@ -207,7 +211,15 @@ func Write(dir, suffix string, content []byte, v Versioning, now time.Time) (str
 	case Sequential:
 		version = fmt.Sprintf("%05d", highest+1)
 	default:
-		version = now.UTC().Format("20060102150405")
+		const layout = "20060102150405"
+		t := now.UTC()
+		version = t.Format(layout)
+		if n, _ := strconv.ParseInt(version, 10, 64); n <= highest {
+			version = strconv.FormatInt(highest+1, 10)
+			if h, err := time.Parse(layout, strconv.FormatInt(highest, 10)); err == nil {
+				version = h.Add(time.Second).Format(layout)
+			}
+		}
 	}
 	n, _ := strconv.ParseInt(version, 10, 64)
 	if other, ok := versions[n]; ok {

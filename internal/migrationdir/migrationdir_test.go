@@ -22,6 +22,11 @@ func TestWrite(t *testing.T) {
 		{"sequential in empty dir", nil, Sequential, "00001_sfgen_snowflake.sql"},
 		{"sequential after others", []string{"00001_init.sql", "00007_users.go", "readme.md", "00100_notes.txt"}, Sequential, "00008_sfgen_snowflake.sql"},
 		{"sequential after timestamps", []string{"20240101000000_init.sql"}, Sequential, "20240101000001_sfgen_snowflake.sql"},
+		{"timestamp after earlier ones", []string{"20261130183004_users.sql", "00003_init.sql"}, Timestamp, "20261130183005_sfgen_snowflake.sql"},
+		{"timestamp of this second taken", []string{"20261130183005_users.sql"}, Timestamp, "20261130183006_sfgen_snowflake.sql"},
+		{"timestamp at a minute's end taken", []string{"20261130183059_users.sql"}, Timestamp, "20261130183100_sfgen_snowflake.sql"},
+		{"timestamp behind a later one", []string{"20261231235959_ahead.sql"}, Timestamp, "20270101000000_sfgen_snowflake.sql"},
+		{"timestamp behind a number that is no time", []string{"99999999999999_odd.sql"}, Timestamp, "100000000000000_sfgen_snowflake.sql"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -51,13 +56,14 @@ func TestWrite(t *testing.T) {
 }
 
 func TestWriteRefuses(t *testing.T) {
-	t.Run("same version twice", func(t *testing.T) {
+	t.Run("same second twice", func(t *testing.T) {
 		dir := t.TempDir()
 		if _, err := Write(dir, Suffix, []byte("a"), Timestamp, now); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Write(dir, UpgradeSuffix(2), []byte("b"), Timestamp, now); !errors.Is(err, ErrExists) {
-			t.Fatalf("second Write error = %v, want ErrExists", err)
+		path, err := Write(dir, UpgradeSuffix(2), []byte("b"), Timestamp, now)
+		if err != nil || filepath.Base(path) != "20261130183006"+UpgradeSuffix(2) {
+			t.Fatalf("second Write = %s, %v; want the next second's version", path, err)
 		}
 		assertNoTemp(t, dir)
 	})
@@ -65,8 +71,8 @@ func TestWriteRefuses(t *testing.T) {
 		dir := t.TempDir()
 		taken := filepath.Join(dir, "20261130183005_users.sql")
 		os.WriteFile(taken, []byte("keep"), 0o644)
-		if _, err := Write(dir, Suffix, []byte("new"), Timestamp, now); !errors.Is(err, ErrExists) {
-			t.Fatalf("Write error = %v, want ErrExists", err)
+		if _, err := Write(dir, Suffix, []byte("new"), Timestamp, now); err != nil {
+			t.Fatalf("Write error = %v, want the next free version", err)
 		}
 		if b, _ := os.ReadFile(taken); string(b) != "keep" {
 			t.Errorf("existing migration changed to %q", b)
