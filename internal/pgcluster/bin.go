@@ -120,3 +120,20 @@ func hasServer(dir string) bool {
 	}
 	return true
 }
+
+// NoDevelopmentFiles says why no extension can be built for the server
+// binaries $SFGEN_PG_BIN names, or returns "" when it is unset or the
+// directory has pg_config beside them. Server binaries without pg_config
+// (.ci/postgres-majors' packages of other majors) come without headers
+// either: a library built with another major's pg_config would not load
+// into them, so the tests that build one skip with this reason.
+func NoDevelopmentFiles() string {
+	dir := os.Getenv(BinEnv)
+	if dir == "" {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "pg_config")); err == nil && !fi.IsDir() {
+		return ""
+	}
+	return fmt.Sprintf("the server binaries in $%s=%s have no pg_config and no headers, so no extension can be built against them (the native generator is tested on a server with its development files, Debian's)", BinEnv, dir)
+}
