@@ -21,6 +21,27 @@ var ErrNoServer = errors.New("no PostgreSQL server binaries found")
 // directory Start looks in for initdb and postgres.
 const BinEnv = "SFGEN_PG_BIN"
 
+// SettingsEnv names the environment variable that, when set, holds server
+// settings, "name=value" separated by spaces, that every cluster Start
+// starts gets after the package's own (and before a WithSetting's): CI
+// runs the suite on servers configured as users run them this way
+// (max_connections=500, say).
+const SettingsEnv = "SFGEN_PG_SETTINGS"
+
+// envSettings returns $SFGEN_PG_SETTINGS' settings, each checked to be a
+// name=value with a setting's name.
+func envSettings() ([]string, error) {
+	var out []string
+	for _, f := range strings.Fields(os.Getenv(SettingsEnv)) {
+		name, _, ok := strings.Cut(f, "=")
+		if !ok || name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_.") != "" {
+			return nil, fmt.Errorf("$%s: %q is not name=value with a server setting's name", SettingsEnv, f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 // debianRoot is where Debian installs each major version's binaries, as
 // debianRoot/<major>/bin.
 var debianRoot = "/usr/lib/postgresql"
