@@ -21,6 +21,9 @@ import (
 // toolchain fails instead (CI's first run has it).
 func nativeHere(t *testing.T) {
 	t.Helper()
+	if why := pgcluster.NoDevelopmentFiles(); why != "" {
+		t.Skip(why)
+	}
 	if pgtest.External() {
 		if _, err := pgcluster.FindBinDir(""); err != nil {
 			t.Skipf("the native generator is loaded by the server from this machine's files, and $%s's server has no binaries here: %v", pgtest.EnvVar, err)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/pgmajor"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/verify"
 )
@@ -87,7 +88,13 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer pool.Close()
 	var server string
-	pool.QueryRow(ctx, "SHOW server_version").Scan(&server)
+	var serverNum int
+	if err := pool.QueryRow(ctx, "SELECT pg_catalog.current_setting('server_version'), pg_catalog.current_setting('server_version_num')::pg_catalog.int4").Scan(&server, &serverNum); err != nil {
+		return c.fail("read the server's version: %s", redactErr(err, dsn))
+	}
+	if err := pgmajor.Check(serverNum, server); err != nil {
+		return c.fail("%v", err)
+	}
 	if !lf.set {
 		o.Layout = snowflake.Layout{} // the layout the schema records
 	}
@@ -112,9 +119,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.Progress(-1)
 	}
 	if *asJSON {
-		writeVerifyJSON(stdout, rep, server)
+		writeVerifyJSON(stdout, rep, server, serverNum)
 	} else {
-		writeVerifyReport(stdout, rep, server)
+		writeVerifyReport(stdout, rep, server, serverNum)
 	}
 	if !rep.OK() {
 		return exitFail
@@ -122,23 +129,26 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	return exitOK
 }
 
-// writeVerifyJSON writes r as one JSON object, with ok and the server's
-// version.
-func writeVerifyJSON(w io.Writer, r *verify.Report, server string) {
+// writeVerifyJSON writes r as one JSON object, with ok, the server's
+// version, its major and whether sfgen supports it.
+func writeVerifyJSON(w io.Writer, r *verify.Report, server string, serverNum int) {
 	b, _ := json.Marshal(struct {
-		OK     bool   `json:"ok"`
-		Server string `json:"server_version"`
+		OK      bool   `json:"ok"`
+		Server  string `json:"server_version"`
+		Major   int    `json:"server_major"`
+		Support string `json:"server_support"`
 		*verify.Report
-	}{r.OK(), server, r})
+	}{r.OK(), server, pgmajor.Major(serverNum), pgmajor.Status(serverNum), r})
 	fmt.Fprintf(w, "%s\n", b)
 }
 
-func writeVerifyReport(w io.Writer, r *verify.Report, server string) {
+func writeVerifyReport(w io.Writer, r *verify.Report, server string, serverNum int) {
 	layout := r.Layout
 	if l, err := snowflake.ParseLayout(r.Layout); err == nil {
 		layout = describeLayout(l)
 	}
 	fmt.Fprintf(w, "PostgreSQL %s, schema %s, layout %s\n", server, r.Schema, layout)
+	fmt.Fprintf(w, "server         PostgreSQL %d: %s\n", pgmajor.Major(serverNum), pgmajor.Status(serverNum))
 	fmt.Fprintf(w, "fixed vectors  %d checked\n", r.Vectors)
 	fmt.Fprintf(w, "random inputs  %d checked: %d valid, %d rejected (seed %d)\n", r.Checked, r.Valid, r.Rejected, r.Seed)
 	fmt.Fprintf(w, "throughput     %.0f inputs/s (%s)\n", r.PerSecond, r.Elapsed.Round(time.Millisecond))

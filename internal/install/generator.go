@@ -152,6 +152,9 @@ func BuildFailure(err error) string {
 // Apply's errors come back as Apply returns them, with a nil Report;
 // an error after Apply comes with the Report of what was applied.
 func Run(ctx context.Context, db *sql.DB, conn *pgx.Conn, o Options) (*Report, error) {
+	if err := checkServer(ctx, db); err != nil {
+		return nil, err
+	}
 	g, err := prepareGenerator(ctx, conn, o)
 	if err != nil {
 		return nil, err

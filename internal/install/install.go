@@ -138,6 +138,9 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 		return nil, err
 	}
 	defer restore()
+	if err := checkServer(ctx, conn); err != nil {
+		return nil, err
+	}
 	if err := checkClock(ctx, conn, o.Layout); err != nil {
 		return nil, err
 	}

@@ -49,6 +49,9 @@ type builtLib struct {
 // the tests that load the library skip, saying so.
 func serverIsHere(t *testing.T) {
 	t.Helper()
+	if why := pgcluster.NoDevelopmentFiles(); why != "" {
+		t.Skip(why)
+	}
 	if !pgtest.External() {
 		return
 	}

@@ -21,6 +21,27 @@ var ErrNoServer = errors.New("no PostgreSQL server binaries found")
 // directory Start looks in for initdb and postgres.
 const BinEnv = "SFGEN_PG_BIN"
 
+// SettingsEnv names the environment variable that, when set, holds server
+// settings, "name=value" separated by spaces, that every cluster Start
+// starts gets after the package's own (and before a WithSetting's): CI
+// runs the suite on servers configured as users run them this way
+// (max_connections=500, say).
+const SettingsEnv = "SFGEN_PG_SETTINGS"
+
+// envSettings returns $SFGEN_PG_SETTINGS' settings, each checked to be a
+// name=value with a setting's name.
+func envSettings() ([]string, error) {
+	var out []string
+	for _, f := range strings.Fields(os.Getenv(SettingsEnv)) {
+		name, _, ok := strings.Cut(f, "=")
+		if !ok || name == "" || strings.Trim(name, "abcdefghijklmnopqrstuvwxyz0123456789_.") != "" {
+			return nil, fmt.Errorf("$%s: %q is not name=value with a server setting's name", SettingsEnv, f)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
 // debianRoot is where Debian installs each major version's binaries, as
 // debianRoot/<major>/bin.
 var debianRoot = "/usr/lib/postgresql"
@@ -119,4 +140,21 @@ func hasServer(dir string) bool {
 		}
 	}
 	return true
+}
+
+// NoDevelopmentFiles says why no extension can be built for the server
+// binaries $SFGEN_PG_BIN names, or returns "" when it is unset or the
+// directory has pg_config beside them. Server binaries without pg_config
+// (.ci/postgres-majors' packages of other majors) come without headers
+// either: a library built with another major's pg_config would not load
+// into them, so the tests that build one skip with this reason.
+func NoDevelopmentFiles() string {
+	dir := os.Getenv(BinEnv)
+	if dir == "" {
+		return ""
+	}
+	if fi, err := os.Stat(filepath.Join(dir, "pg_config")); err == nil && !fi.IsDir() {
+		return ""
+	}
+	return fmt.Sprintf("the server binaries in $%s=%s have no pg_config and no headers, so no extension can be built against them (the native generator is tested on a server with its development files, Debian's)", BinEnv, dir)
 }

@@ -39,7 +39,9 @@
 //
 // The server runs with fsync=off and full_page_writes=off: a crash loses
 // the cluster, which is thrown away anyway. synchronous_commit is left at
-// its default so that benchmarks against it stay honest.
+// its default so that benchmarks against it stay honest. $SFGEN_PG_SETTINGS
+// adds settings of the caller's ("max_connections=500 shared_buffers=256MB"),
+// after these and before [WithSetting]'s.
 //
 // # Running as root
 //

@@ -226,6 +226,11 @@ func (c *Cluster) startServer() error {
 		"huge_pages=off",
 		"logging_collector=off",
 	}
+	extra, err := envSettings()
+	if err != nil {
+		return err
+	}
+	settings = append(settings, extra...)
 	args := []string{"-D", c.dataDir}
 	for _, s := range append(settings, c.settings...) {
 		args = append(args, "-c", s)

@@ -372,3 +372,39 @@ func TestSweepIsConservative(t *testing.T) {
 		}
 	}
 }
+
+// TestSettingsFromEnv: $SFGEN_PG_SETTINGS' settings reach the server,
+// after the package's own (max_connections=100) and before WithSetting's;
+// one that is not name=value fails Start, naming it.
+func TestSettingsFromEnv(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv(SettingsEnv, "max_connections=123  work_mem=5MB")
+	show := func(c *Cluster) string {
+		t.Helper()
+		conn, err := pgx.Connect(ctx, c.DSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var maxConn, workMem string
+		if err := conn.QueryRow(ctx, "SELECT current_setting('max_connections'), current_setting('work_mem')").Scan(&maxConn, &workMem); err != nil {
+			t.Fatal(err)
+		}
+		return maxConn + " " + workMem
+	}
+	if got := show(startCluster(t)); got != "123 5MB" {
+		t.Errorf("with $%s: max_connections, work_mem = %s; want 123 5MB", SettingsEnv, got)
+	}
+	if got := show(startCluster(t, WithSetting("max_connections", "77"))); got != "77 5MB" {
+		t.Errorf("with $%s and WithSetting: max_connections, work_mem = %s; want 77 5MB", SettingsEnv, got)
+	}
+	needServer(t)
+	t.Setenv(SettingsEnv, "max_connections=123 work mem")
+	c, err := Start(ctx)
+	if err == nil {
+		c.Stop()
+	}
+	if err == nil || !strings.Contains(err.Error(), `"work" is not name=value`) {
+		t.Errorf("Start with $%s=%q: %v; want it refused, naming \"work\"", SettingsEnv, os.Getenv(SettingsEnv), err)
+	}
+}

@@ -83,9 +83,10 @@ func QuoteLiteral(s string) string {
 	return q
 }
 
-// reservedKeywords are PostgreSQL 15's reserved keywords (pg_get_keywords()
-// categories R and T), which cannot name a schema without quotes. goose
-// writes its version table's name unquoted, so sfgen refuses them.
+// reservedKeywords are the reserved keywords (pg_get_keywords()
+// categories R and T) of PostgreSQL 15 to 18 (16 added system_user),
+// which cannot name a schema without quotes. goose writes its version
+// table's name unquoted, so sfgen refuses them.
 var reservedKeywords = map[string]bool{
 	"all": true, "analyse": true, "analyze": true, "and": true, "any": true,
 	"array": true, "as": true, "asc": true, "asymmetric": true,
@@ -107,7 +108,7 @@ var reservedKeywords = map[string]bool{
 	"or": true, "order": true, "outer": true, "overlaps": true,
 	"placing": true, "primary": true, "references": true, "returning": true,
 	"right": true, "select": true, "session_user": true, "similar": true,
-	"some": true, "symmetric": true, "table": true, "tablesample": true,
+	"some": true, "symmetric": true, "system_user": true, "table": true, "tablesample": true,
 	"then": true, "to": true, "trailing": true, "true": true, "union": true,
 	"unique": true, "user": true, "using": true, "variadic": true,
 	"verbose": true, "when": true, "where": true, "window": true,

@@ -14,9 +14,35 @@ import (
 )
 
 // maxLagMS is how far behind the database clock snowflake_next_id() may
-// date an ID: it may use a state up to a few milliseconds old rather than
-// take a lock to move it up.
+// date an ID when the catch-up moves the state right up to the clock: it
+// may use a state up to a few milliseconds old (sqlgen.LagLimit, 9 ms,
+// and one for the clock's flooring) rather than take a lock to move it up.
 const maxLagMS = 10
+
+// backendsSQL is the bound on the backends that can be running
+// snowflake_next_id() at once, worked out as every release's catch-up
+// works it out (internal/sqlgen/templates, "backends").
+const backendsSQL = `SELECT pg_catalog.current_setting('max_connections')::pg_catalog.int8
+	OPERATOR(pg_catalog.+) pg_catalog.current_setting('autovacuum_max_workers')::pg_catalog.int8
+	OPERATOR(pg_catalog.+) pg_catalog.current_setting('max_worker_processes')::pg_catalog.int8
+	OPERATOR(pg_catalog.+) pg_catalog.current_setting('max_wal_senders')::pg_catalog.int8 OPERATOR(pg_catalog.+) 8`
+
+// LagBoundMS is how far behind the clock snowflake_next_id() may date an
+// ID, in milliseconds, on a server whose backend bound is backends, in a
+// layout with seqBits sequence bits. The catch-up moves the state up to
+// the clock only when the clock is more than backends values past it (at
+// most one value per backend can be in flight), so it may leave the state
+// up to ceil((backends + 1) / 2^seqBits) ms behind, and the fast path then
+// uses it for up to maxLagMS more:
+//
+//	maxLagMS + ceil((backends + 1) / 2^seqBits)
+//
+// 11 ms for 12 sequence bits at the default 100 connections (backends
+// 129), 75 ms for 1 bit; 275 ms for 1 bit at 500 connections.
+func LagBoundMS(backends int64, seqBits uint) int64 {
+	perMS := int64(1) << seqBits
+	return maxLagMS + (backends+1+perMS-1)/perMS
+}
 
 // A GeneratorReport is what checkGenerator found about snowflake_next_id().
 type GeneratorReport struct {
@@ -29,7 +55,7 @@ type GeneratorReport struct {
 	OutOfOrder  int    `json:"out_of_order"` // IDs not above the one before on their connection
 	WrongNode   int    `json:"wrong_node"`   // IDs whose node is not the database's
 	// OutsideRun counts IDs dated where neither the clock nor the
-	// generator's state puts them: more than maxLagMS behind the clock at
+	// generator's state puts them: more than LagBoundMS behind the clock at
 	// the start, or ahead of the clock at the end and of the state too.
 	OutsideRun int `json:"outside_run"`
 	// BelowState counts IDs not above the state (the highest ID issued)
@@ -40,9 +66,14 @@ type GeneratorReport struct {
 	// within the state (the clock stepped back, or IDs were borrowed from
 	// the coming milliseconds): documented, not a failure. AheadMS is how
 	// far the latest of them is ahead of the clock at the end of the run.
-	Ahead    int      `json:"ahead"`
-	AheadMS  int64    `json:"ahead_ms"`
-	Examples []string `json:"examples,omitempty"`
+	Ahead   int   `json:"ahead"`
+	AheadMS int64 `json:"ahead_ms"`
+	// Backends is the server's bound on the backends that can run
+	// snowflake_next_id() at once, and LagBoundMS how far behind the clock
+	// that lets an ID be dated in this layout ([LagBoundMS]).
+	Backends   int64    `json:"backends"`
+	LagBoundMS int64    `json:"lag_bound_ms"`
+	Examples   []string `json:"examples,omitempty"`
 	// NoState says why the state was not read, if it was not (a schema
 	// without snowflake_state, or a role that may not read it): the IDs
 	// are then checked against the clock alone, with the milliseconds
@@ -89,7 +120,7 @@ func (g *GeneratorReport) Broken() []string {
 // increasing on each connection, carry the node snowflake_node() reports,
 // are above the generator's state (snowflake_state: the highest ID issued,
 // as (unix_ms << sequence bits) | sequence) read before the run, and are
-// dated no more than maxLagMS behind the database's clock at its start.
+// dated no more than LagBoundMS behind the database's clock at its start.
 // IDs dated after the run's end are fine as long as they are within the
 // state read after it: snowflake_next_id() carries on from the highest ID
 // issued when the clock steps back, and borrows the coming milliseconds
@@ -123,6 +154,9 @@ func checkGenerator(ctx context.Context, pool *pgxpool.Pool, in catalog.Installe
 	before, err := state()
 	if err != nil {
 		return nil, err
+	}
+	if err := pool.QueryRow(ctx, backendsSQL).Scan(&rep.Backends); err != nil {
+		return nil, fmt.Errorf("read the server's backend settings: %w", err)
 	}
 	nowMS := "SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint"
 	var start, end int64
@@ -207,7 +241,8 @@ type run struct{ before, after, start, end int64 }
 // keeping up to keep examples.
 func (rep *GeneratorReport) judge(streams [][]int64, l snowflake.Layout, r run, keep int) {
 	before, after, start, end := r.before, r.after, r.start, r.end
-	earliest := start - maxLagMS
+	rep.LagBoundMS = LagBoundMS(rep.Backends, l.Bits(snowflake.FieldSequence))
+	earliest := start - rep.LagBoundMS
 	example := func(format string, args ...any) {
 		if len(rep.Examples) < keep {
 			rep.Examples = append(rep.Examples, fmt.Sprintf(format, args...))
@@ -249,7 +284,7 @@ func (rep *GeneratorReport) judge(streams [][]int64, l snowflake.Layout, r run, 
 			example("%d: not above the state before the run, %d (%s, sequence %d): IDs issued before can come again", id, before, snowflakeTime(before>>seqBits), before&(perMS-1))
 		case p.Timestamp < earliest:
 			rep.OutsideRun++
-			example("%d: dated %s, more than %d ms before the run, %s to %s (database clock)", id, p.Time().Format(timeFormat), maxLagMS, snowflakeTime(start), snowflakeTime(end))
+			example("%d: dated %s, more than %d ms (the lag bound at %d backends) before the run, %s to %s (database clock)", id, p.Time().Format(timeFormat), rep.LagBoundMS, rep.Backends, snowflakeTime(start), snowflakeTime(end))
 		case p.Timestamp <= clock:
 		case rep.NoState == "" && at <= after, rep.NoState != "" && p.Timestamp <= borrowed:
 			rep.Ahead++

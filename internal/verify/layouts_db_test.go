@@ -36,6 +36,17 @@ func dbNowMs(t *testing.T, pool *pgxpool.Pool) int64 {
 	return ms
 }
 
+// serverBackends reads the server's bound on the backends that can run
+// snowflake_next_id() at once, as the catch-up does.
+func serverBackends(t *testing.T, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	var n int64
+	if err := pool.QueryRow(context.Background(), backendsSQL).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // installLayout renders the plain script for l in schema with the given
 // node, fails t if internal/sqlcheck finds a name in it that a caller's
 // search_path could redirect, and runs it.
@@ -192,7 +203,7 @@ func TestLayoutsSideBySide(t *testing.T) {
 			// The generator check above drew IDs too, so an ID may be
 			// dated a few milliseconds after the clock (borrowed); never
 			// more than the IDs drawn allow.
-			if err != nil || p.Datacenter != s.dc || p.Machine != s.m || p.Timestamp < before-maxLagMS || p.Timestamp > after+10 {
+			if err != nil || p.Datacenter != s.dc || p.Machine != s.m || p.Timestamp < before-LagBoundMS(serverBackends(t, pool), s.l.Bits(snowflake.FieldSequence)) || p.Timestamp > after+10 {
 				t.Fatalf("%s: snowflake_next_id() = %d: in %v that is %+v, %v; want node %d/%d, time %d to %d",
 					s.schema, id, s.l, p, err, s.dc, s.m, before, after)
 			}
