@@ -2,6 +2,7 @@ package sfgen
 
 import (
 	"database/sql/driver"
+	"time"
 
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
@@ -111,4 +112,35 @@ func (n *NullID) UnmarshalJSON(b []byte) error {
 	}
 	*n = NullID{ID: ID(v.ID), Valid: v.Valid}
 	return nil
+}
+
+// Time returns the time of id in the Twitter layout (Layout.Decompose
+// reads the other layouts): its timestamp as a UTC time, to the
+// millisecond. A negative id is no ID: Time returns the zero time.
+func (id ID) Time() time.Time {
+	p, err := Decompose(id)
+	if err != nil {
+		return time.Time{}
+	}
+	return p.Time()
+}
+
+// Datacenter returns the datacenter of id in the Twitter layout; -1 for
+// a negative id.
+func (id ID) Datacenter() int64 { return id.part(func(p Parts) int64 { return p.Datacenter }) }
+
+// Machine returns the machine of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Machine() int64 { return id.part(func(p Parts) int64 { return p.Machine }) }
+
+// Sequence returns the sequence of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Sequence() int64 { return id.part(func(p Parts) int64 { return p.Sequence }) }
+
+func (id ID) part(f func(Parts) int64) int64 {
+	p, err := Decompose(id)
+	if err != nil {
+		return -1
+	}
+	return f(p)
 }
