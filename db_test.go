@@ -298,9 +298,10 @@ func docsGoose(ctx context.Context, db *sql.DB) error {
 }
 
 // TestDocsGoose runs docsGoose on a fresh database and checks what the
-// README says of it: the schema ends at the latest release, with node 0/0,
-// which release 1's file sets (a known defect, to be fixed in a later
-// release; until then the README warns of it).
+// README says of it: the schema ends at the latest release with no node
+// (release 1's file sets 0/0, and release 5's upgrade unsets that node,
+// which never made an ID), so an INSERT fails with what DBError makes
+// ErrNoNode, and Check says ErrNoNode too, until the node is set.
 func TestDocsGoose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -312,11 +313,25 @@ func TestDocsGoose(t *testing.T) {
 	if err := docsGoose(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	var release, datacenter, machine int
-	if err := db.QueryRowContext(ctx, `SELECT public.snowflake_release(), n.datacenter_id, n.machine_id FROM public.snowflake_node() n`).Scan(&release, &datacenter, &machine); err != nil {
+	var release int
+	if err := db.QueryRowContext(ctx, `SELECT public.snowflake_release()`).Scan(&release); err != nil || release != sqlgen.Latest {
+		t.Fatalf("goose with migrations.FS on a fresh database: release %d, %v; want %d", release, err, sqlgen.Latest)
+	}
+	o := sfgen.InstallOptions{Layout: sfgen.Twitter()}
+	if err := sfgen.Check(ctx, db, o); !errors.Is(err, sfgen.ErrNoNode) {
+		t.Errorf("Check after goose with migrations.FS: %v; want ErrNoNode", err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), item text)"); err != nil {
 		t.Fatal(err)
 	}
-	if release != sqlgen.Latest || datacenter != 0 || machine != 0 {
-		t.Errorf("goose with migrations.FS on a fresh database: release %d, node %d/%d; the README says release %d, node 0/0", release, datacenter, machine, sqlgen.Latest)
+	_, err = db.ExecContext(ctx, "INSERT INTO orders (item) VALUES ('tea')")
+	if !errors.Is(sfgen.DBError(err), sfgen.ErrNoNode) {
+		t.Errorf("INSERT after goose with migrations.FS: %v; want an error DBError makes ErrNoNode", err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT public.snowflake_set_node(1, 3)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sfgen.Check(ctx, db, o); err != nil {
+		t.Errorf("Check once the node is set: %v", err)
 	}
 }
