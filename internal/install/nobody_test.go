@@ -65,7 +65,9 @@ func TestNoNodeNobodyChose(t *testing.T) {
 		{"an ID made at release 4", []step{gooseTo(4), makeID, gooseUp}, false},
 		{"an ID made at release 1", []step{gooseTo(1), makeID, latest}, false},
 		{"a column default on snowflake_next_id() at release 1", []step{gooseTo(1),
-			func(f *fixture) { f.exec("CREATE TABLE " + f.schema + ".orders (id bigint DEFAULT " + f.schema + ".snowflake_next_id())") }, gooseUp}, false},
+			func(f *fixture) {
+				f.exec("CREATE TABLE " + f.schema + ".orders (id bigint DEFAULT " + f.schema + ".snowflake_next_id())")
+			}, gooseUp}, false},
 		{"0/0 given to release 4's first install", []step{script(4, nil), latest}, false},
 		{"0/0 given to release 3's first install", []step{script(3, nil), latest}, false},
 		{"0/0 from the session's settings at release 4", []step{
