@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -333,5 +335,119 @@ func TestDocsGoose(t *testing.T) {
 	}
 	if err := sfgen.Check(ctx, db, o); err != nil {
 		t.Errorf("Check once the node is set: %v", err)
+	}
+}
+
+// readmeInstall is the README's Install and Check at startup, verbatim,
+// on db (a fresh database), printing to w as readmeDatabase does;
+// TestREADMEInstall checks what it prints.
+func readmeInstall(ctx context.Context, db *sql.DB, w *strings.Builder) error {
+	fmt := printer{w}
+	o := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Discord(), Node: &sfgen.Node{Datacenter: 1, Machine: 2}}
+	res, err := sfgen.Install(ctx, db, o) // a first install, or the upgrades a newer module brings
+	if err != nil {
+		return err // errors.Is(err, sfgen.ErrUntrustedSchema), sfgen.ErrLayoutMismatch, ...
+	}
+	fmt.Println(res.Schema, res.Release, res.Layout.Name(), *res.Node, len(res.Applied))
+	var id sfgen.ID
+	err = db.QueryRowContext(ctx, "SELECT ids.snowflake_next_id()").Scan(&id)
+	p, _ := sfgen.Discord().Decompose(id)
+	fmt.Println(p.Datacenter, p.Machine, err)
+
+	// At startup, when another process installs: refuse to run on a
+	// database that is not ready, and say what fixes it.
+	err = sfgen.Check(ctx, db, o)
+	fmt.Println(err)
+	err = sfgen.Check(ctx, db, sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter()})
+	fmt.Println(errors.Is(err, sfgen.ErrLayoutMismatch))
+	return nil
+	// Prints:
+	// ids 5 discord {1 2} 5
+	// 1 2 <nil>
+	// <nil>
+	// true
+}
+
+// TestREADMEInstall runs readmeInstall on a fresh database and checks
+// what it prints.
+func TestREADMEInstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got strings.Builder
+	if err := readmeInstall(ctx, db, &got); err != nil {
+		t.Fatal(err)
+	}
+	checkPrints(t, "readmeInstall", got.String())
+}
+
+// readmeGooseMigration is the README's sfgen in an application's own
+// goose Provider, verbatim: app holds the application's migrations
+// (00002_orders.sql makes a table whose id defaults to
+// ids.snowflake_next_id()). TestREADMEGooseMigration checks what it
+// prints.
+func readmeGooseMigration(ctx context.Context, db *sql.DB, app fs.FS, w *strings.Builder) error {
+	fmt := printer{w}
+	ids := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter(), Node: &sfgen.Node{Datacenter: 1, Machine: 3}}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, app,
+		goose.WithGoMigrations(sfgen.GooseMigration(1, ids))) // version 1: before the app's own files
+	if err != nil {
+		return err
+	}
+	results, err := p.Up(ctx) // sfgen, then the app's files
+	if err != nil {
+		return err
+	}
+	var id sfgen.ID
+	err = db.QueryRowContext(ctx, "INSERT INTO orders (item) VALUES ('tea') RETURNING id").Scan(&id)
+	fmt.Println(len(results), id.Datacenter(), id.Machine(), err)
+	return nil
+	// Prints:
+	// 2 1 3 <nil>
+}
+
+// TestREADMEGooseMigration runs readmeGooseMigration on a fresh database
+// with an application file that uses ids.snowflake_next_id().
+func TestREADMEGooseMigration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	app := fstest.MapFS{"00002_orders.sql": {Data: []byte("-- +goose Up\nCREATE TABLE orders (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id(), item text);\n")}}
+	var got strings.Builder
+	if err := readmeGooseMigration(ctx, db, app, &got); err != nil {
+		t.Fatal(err)
+	}
+	checkPrints(t, "readmeGooseMigration", got.String())
+}
+
+// readmeFirstScreen is the Go block of the README's first screen,
+// verbatim; TestREADMEFirstScreen runs it on a fresh database, where it
+// returns nil.
+func readmeFirstScreen(ctx context.Context, db *sql.DB) error {
+	o := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter(), Node: &sfgen.Node{Datacenter: 1, Machine: 1}}
+	if _, err := sfgen.Install(ctx, db, o); err != nil { // or sfgen.GooseMigration(1, o) in the app's goose Provider
+		return err
+	}
+	return sfgen.Check(ctx, db, o) // nil; else errors.Is(err, sfgen.ErrOlderRelease), sfgen.ErrNoNode, ...
+}
+
+func TestREADMEFirstScreen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db, err := sql.Open("pgx", pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := readmeFirstScreen(ctx, db); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -188,7 +188,7 @@ DO $do$
 --    transaction with the state, the node given to it), nor before the
 --    state (sfgen install gives a first install's node first). Release 1
 --    and 2 set it through snowflake_set_node(), in a subtransaction of
---    their own, as snowflake_set_node(0, 0) does later;
+--    their own, as a later call of snowflake_set_node() does;
 --  - it never made an ID: the state was never used (is_called false), or
 --    its last change is the catch-up of the upgrade from release 1 (its
 --    value ((guard << 12) - 1) with no nextval() since: log_cnt 0); and
