@@ -307,11 +307,7 @@ func docsGoose(ctx context.Context, db *sql.DB) error {
 func TestDocsGoose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, pgtest.DSN(t))
 	if err := docsGoose(ctx, db); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +322,7 @@ func TestDocsGoose(t *testing.T) {
 	if _, err := db.ExecContext(ctx, "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), item text)"); err != nil {
 		t.Fatal(err)
 	}
-	_, err = db.ExecContext(ctx, "INSERT INTO orders (item) VALUES ('tea')")
+	_, err := db.ExecContext(ctx, "INSERT INTO orders (item) VALUES ('tea')")
 	if !errors.Is(sfgen.DBError(err), sfgen.ErrNoNode) {
 		t.Errorf("INSERT after goose with migrations.FS: %v; want an error DBError makes ErrNoNode", err)
 	}
@@ -373,11 +369,7 @@ func readmeInstall(ctx context.Context, db *sql.DB, w *strings.Builder) error {
 func TestREADMEInstall(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, pgtest.DSN(t))
 	var got strings.Builder
 	if err := readmeInstall(ctx, db, &got); err != nil {
 		t.Fatal(err)
@@ -415,11 +407,7 @@ func readmeGooseMigration(ctx context.Context, db *sql.DB, app fs.FS, w *strings
 func TestREADMEGooseMigration(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, pgtest.DSN(t))
 	app := fstest.MapFS{"00002_orders.sql": {Data: []byte("-- +goose Up\nCREATE TABLE orders (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id(), item text);\n")}}
 	var got strings.Builder
 	if err := readmeGooseMigration(ctx, db, app, &got); err != nil {
@@ -442,11 +430,7 @@ func readmeFirstScreen(ctx context.Context, db *sql.DB) error {
 func TestREADMEFirstScreen(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, pgtest.DSN(t))
 	if err := readmeFirstScreen(ctx, db); err != nil {
 		t.Fatal(err)
 	}
