@@ -108,11 +108,5 @@ func DBError(err error) error {
 	if sentinel == nil {
 		return err
 	}
-	return &dbError{err: err, sentinel: sentinel}
+	return &install.SentinelError{Err: err, Sentinel: sentinel}
 }
-
-// A dbError is a database's error and the sentinel of sfgen's that it is.
-type dbError struct{ err, sentinel error }
-
-func (e *dbError) Error() string   { return e.err.Error() }
-func (e *dbError) Unwrap() []error { return []error{e.err, e.sentinel} }

@@ -117,30 +117,16 @@ func (n *NullID) UnmarshalJSON(b []byte) error {
 // Time returns the time of id in the Twitter layout (Layout.Decompose
 // reads the other layouts): its timestamp as a UTC time, to the
 // millisecond. A negative id is no ID: Time returns the zero time.
-func (id ID) Time() time.Time {
-	p, err := Decompose(id)
-	if err != nil {
-		return time.Time{}
-	}
-	return p.Time()
-}
+func (id ID) Time() time.Time { return snowflake.ID(id).Time() }
 
 // Datacenter returns the datacenter of id in the Twitter layout; -1 for
 // a negative id.
-func (id ID) Datacenter() int64 { return id.part(func(p Parts) int64 { return p.Datacenter }) }
+func (id ID) Datacenter() int64 { return snowflake.ID(id).Datacenter() }
 
 // Machine returns the machine of id in the Twitter layout; -1 for a
 // negative id.
-func (id ID) Machine() int64 { return id.part(func(p Parts) int64 { return p.Machine }) }
+func (id ID) Machine() int64 { return snowflake.ID(id).Machine() }
 
 // Sequence returns the sequence of id in the Twitter layout; -1 for a
 // negative id.
-func (id ID) Sequence() int64 { return id.part(func(p Parts) int64 { return p.Sequence }) }
-
-func (id ID) part(f func(Parts) int64) int64 {
-	p, err := Decompose(id)
-	if err != nil {
-		return -1
-	}
-	return f(p)
-}
+func (id ID) Sequence() int64 { return snowflake.ID(id).Sequence() }

@@ -100,3 +100,13 @@ func layoutFlag(l snowflake.Layout) string {
 	}
 	return fmt.Sprintf(" --layout %q", l.String())
 }
+
+// A SentinelError is a database's error (Err) and the sentinel of sfgen's
+// that it is (sfgen.DBError makes them): its message is Err's, and
+// errors.Is and errors.As find both.
+type SentinelError struct{ Err, Sentinel error }
+
+func (e *SentinelError) Error() string { return e.Err.Error() }
+
+// Unwrap returns Err and Sentinel.
+func (e *SentinelError) Unwrap() []error { return []error{e.Err, e.Sentinel} }
