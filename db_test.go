@@ -5,9 +5,11 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strings"
 	"testing"
+	"testing/fstest"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -298,25 +300,138 @@ func docsGoose(ctx context.Context, db *sql.DB) error {
 }
 
 // TestDocsGoose runs docsGoose on a fresh database and checks what the
-// README says of it: the schema ends at the latest release, with node 0/0,
-// which release 1's file sets (a known defect, to be fixed in a later
-// release; until then the README warns of it).
+// README says of it: the schema ends at the latest release with no node
+// (release 1's file sets 0/0, and release 5's upgrade unsets that node,
+// which never made an ID), so an INSERT fails with what DBError makes
+// ErrNoNode, and Check says ErrNoNode too, until the node is set.
 func TestDocsGoose(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	db, err := sql.Open("pgx", pgtest.DSN(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
+	db := openDB(t, pgtest.DSN(t))
 	if err := docsGoose(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	var release, datacenter, machine int
-	if err := db.QueryRowContext(ctx, `SELECT public.snowflake_release(), n.datacenter_id, n.machine_id FROM public.snowflake_node() n`).Scan(&release, &datacenter, &machine); err != nil {
+	var release int
+	if err := db.QueryRowContext(ctx, `SELECT public.snowflake_release()`).Scan(&release); err != nil || release != sqlgen.Latest {
+		t.Fatalf("goose with migrations.FS on a fresh database: release %d, %v; want %d", release, err, sqlgen.Latest)
+	}
+	o := sfgen.InstallOptions{Layout: sfgen.Twitter()}
+	if err := sfgen.Check(ctx, db, o); !errors.Is(err, sfgen.ErrNoNode) {
+		t.Errorf("Check after goose with migrations.FS: %v; want ErrNoNode", err)
+	}
+	if _, err := db.ExecContext(ctx, "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), item text)"); err != nil {
 		t.Fatal(err)
 	}
-	if release != sqlgen.Latest || datacenter != 0 || machine != 0 {
-		t.Errorf("goose with migrations.FS on a fresh database: release %d, node %d/%d; the README says release %d, node 0/0", release, datacenter, machine, sqlgen.Latest)
+	_, err := db.ExecContext(ctx, "INSERT INTO orders (item) VALUES ('tea')")
+	if !errors.Is(sfgen.DBError(err), sfgen.ErrNoNode) {
+		t.Errorf("INSERT after goose with migrations.FS: %v; want an error DBError makes ErrNoNode", err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT public.snowflake_set_node(1, 3)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := sfgen.Check(ctx, db, o); err != nil {
+		t.Errorf("Check once the node is set: %v", err)
+	}
+}
+
+// readmeInstall is the README's Install and Check at startup, verbatim,
+// on db (a fresh database), printing to w as readmeDatabase does;
+// TestREADMEInstall checks what it prints.
+func readmeInstall(ctx context.Context, db *sql.DB, w *strings.Builder) error {
+	fmt := printer{w}
+	o := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Discord(), Node: &sfgen.Node{Datacenter: 1, Machine: 2}}
+	res, err := sfgen.Install(ctx, db, o) // a first install, or the upgrades a newer module brings
+	if err != nil {
+		return err // errors.Is(err, sfgen.ErrUntrustedSchema), sfgen.ErrLayoutMismatch, ...
+	}
+	fmt.Println(res.Schema, res.Release, res.Layout.Name(), *res.Node, len(res.Applied))
+	var id sfgen.ID
+	err = db.QueryRowContext(ctx, "SELECT ids.snowflake_next_id()").Scan(&id)
+	p, _ := sfgen.Discord().Decompose(id)
+	fmt.Println(p.Datacenter, p.Machine, err)
+
+	// At startup, when another process installs: refuse to run on a
+	// database that is not ready, and say what fixes it.
+	err = sfgen.Check(ctx, db, o)
+	fmt.Println(err)
+	err = sfgen.Check(ctx, db, sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter()})
+	fmt.Println(errors.Is(err, sfgen.ErrLayoutMismatch))
+	return nil
+	// Prints:
+	// ids 5 discord {1 2} 5
+	// 1 2 <nil>
+	// <nil>
+	// true
+}
+
+// TestREADMEInstall runs readmeInstall on a fresh database and checks
+// what it prints.
+func TestREADMEInstall(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := openDB(t, pgtest.DSN(t))
+	var got strings.Builder
+	if err := readmeInstall(ctx, db, &got); err != nil {
+		t.Fatal(err)
+	}
+	checkPrints(t, "readmeInstall", got.String())
+}
+
+// readmeGooseMigration is the README's sfgen in an application's own
+// goose Provider, verbatim: app holds the application's migrations
+// (00002_orders.sql makes a table whose id defaults to
+// ids.snowflake_next_id()). TestREADMEGooseMigration checks what it
+// prints.
+func readmeGooseMigration(ctx context.Context, db *sql.DB, app fs.FS, w *strings.Builder) error {
+	fmt := printer{w}
+	ids := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter(), Node: &sfgen.Node{Datacenter: 1, Machine: 3}}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, app,
+		goose.WithGoMigrations(sfgen.GooseMigration(1, ids))) // version 1: before the app's own files
+	if err != nil {
+		return err
+	}
+	results, err := p.Up(ctx) // sfgen, then the app's files
+	if err != nil {
+		return err
+	}
+	var id sfgen.ID
+	err = db.QueryRowContext(ctx, "INSERT INTO orders (item) VALUES ('tea') RETURNING id").Scan(&id)
+	fmt.Println(len(results), id.Datacenter(), id.Machine(), err)
+	return nil
+	// Prints:
+	// 2 1 3 <nil>
+}
+
+// TestREADMEGooseMigration runs readmeGooseMigration on a fresh database
+// with an application file that uses ids.snowflake_next_id().
+func TestREADMEGooseMigration(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := openDB(t, pgtest.DSN(t))
+	app := fstest.MapFS{"00002_orders.sql": {Data: []byte("-- +goose Up\nCREATE TABLE orders (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id(), item text);\n")}}
+	var got strings.Builder
+	if err := readmeGooseMigration(ctx, db, app, &got); err != nil {
+		t.Fatal(err)
+	}
+	checkPrints(t, "readmeGooseMigration", got.String())
+}
+
+// readmeFirstScreen is the Go block of the README's first screen,
+// verbatim; TestREADMEFirstScreen runs it on a fresh database, where it
+// returns nil.
+func readmeFirstScreen(ctx context.Context, db *sql.DB) error {
+	o := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter(), Node: &sfgen.Node{Datacenter: 1, Machine: 1}}
+	if _, err := sfgen.Install(ctx, db, o); err != nil { // or sfgen.GooseMigration(1, o) in the app's goose Provider
+		return err
+	}
+	return sfgen.Check(ctx, db, o) // nil; else errors.Is(err, sfgen.ErrOlderRelease), sfgen.ErrNoNode, ...
+}
+
+func TestREADMEFirstScreen(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	db := openDB(t, pgtest.DSN(t))
+	if err := readmeFirstScreen(ctx, db); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -2,6 +2,7 @@ package sfgen
 
 import (
 	"database/sql/driver"
+	"time"
 
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
@@ -112,3 +113,20 @@ func (n *NullID) UnmarshalJSON(b []byte) error {
 	*n = NullID{ID: ID(v.ID), Valid: v.Valid}
 	return nil
 }
+
+// Time returns the time of id in the Twitter layout (Layout.Decompose
+// reads the other layouts): its timestamp as a UTC time, to the
+// millisecond. A negative id is no ID: Time returns the zero time.
+func (id ID) Time() time.Time { return snowflake.ID(id).Time() }
+
+// Datacenter returns the datacenter of id in the Twitter layout; -1 for
+// a negative id.
+func (id ID) Datacenter() int64 { return snowflake.ID(id).Datacenter() }
+
+// Machine returns the machine of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Machine() int64 { return snowflake.ID(id).Machine() }
+
+// Sequence returns the sequence of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Sequence() int64 { return snowflake.ID(id).Sequence() }

@@ -22,6 +22,7 @@ go 1.26.0
 
 require (
 	github.com/jackc/pgx/v5 v5.13.0
+	github.com/pressly/goose/v3 v3.30.1
 	github.com/sfgen/sfgen v0.0.0
 )
 
@@ -30,8 +31,14 @@ replace github.com/sfgen/sfgen => %s
 
 // importerMain uses the public API as an importer would: Compose,
 // Decompose, ParseLayout, NewGenerator, and IDs through pgx and
-// database/sql against the database $SFGEN_IMPORTER_DSN names. It prints
-// one line a check, and exits 1 at the first that fails.
+// database/sql against the database $SFGEN_IMPORTER_DSN names; the ID
+// accessors; and issue 23's route for a Go application, each on a fresh
+// database of its own: Install into ids with Discord's layout and node
+// 1/2 and Check there; Check of an empty database; a database installed
+// by release 1, Checked and upgraded; goose over migrations.FS, which
+// leaves no node; and one goose Provider holding GooseMigration(1, ...)
+// and the application's own file. It prints one line a check, and exits
+// 1 at the first that fails.
 const importerMain = `package main
 
 import (
@@ -40,11 +47,15 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"testing/fstest"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/migrations"
 )
 
 func check(what string, ok bool, got ...any) {
@@ -106,6 +117,79 @@ func main() {
 	check("database/sql NULL refused", errors.Is(err, sfgen.ErrNullID), err)
 	err = db.QueryRowContext(ctx, "SELECT -1::bigint").Scan(&got)
 	check("database/sql negative refused", errors.Is(err, sfgen.ErrOutOfRange), err)
+
+	w := sfgen.ID(4194439168)
+	check("ID accessors", w.Time().Format(time.RFC3339Nano) == "2010-11-04T01:42:55.657Z" && w.Datacenter() == 1 && w.Machine() == 1 && w.Sequence() == 0,
+		w.Time(), w.Datacenter(), w.Machine(), w.Sequence())
+
+	open := func(env string) *sql.DB {
+		db, err := sql.Open("pgx", os.Getenv(env))
+		check("open "+env, err == nil, err)
+		return db
+	}
+	// Install into ids with Discord's layout and node 1/2; Check.
+	ids := open("SFGEN_IMPORTER_IDS_DSN")
+	defer ids.Close()
+	o := sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Discord(), Node: &sfgen.Node{Datacenter: 1, Machine: 2}}
+	res, err := sfgen.Install(ctx, ids, o)
+	check("install ids discord 1/2", err == nil && res.Release == sfgen.Release && res.Layout == sfgen.Discord() && res.Node != nil && *res.Node == *o.Node, res, err)
+	var made sfgen.ID
+	err = ids.QueryRowContext(ctx, "SELECT ids.snowflake_next_id()").Scan(&made)
+	mp, _ := sfgen.Discord().Decompose(made)
+	check("an ID of that node and layout", err == nil && mp.Datacenter == 1 && mp.Machine == 2 && time.Since(mp.Time()).Abs() < time.Minute, mp, err)
+	check("check ids", sfgen.Check(ctx, ids, o) == nil)
+	err = sfgen.Check(ctx, ids, sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter()})
+	check("check twitter on ids: layout mismatch", errors.Is(err, sfgen.ErrLayoutMismatch), err)
+
+	empty := open("SFGEN_IMPORTER_EMPTY_DSN")
+	defer empty.Close()
+	err = sfgen.Check(ctx, empty, o)
+	check("check an empty database: not installed", errors.Is(err, sfgen.ErrNotInstalled), err)
+
+	// A database installed by release 1 (its file from migrations.FS),
+	// with a node of its own.
+	r1 := open("SFGEN_IMPORTER_R1_DSN")
+	defer r1.Close()
+	p1, err := goose.NewProvider(goose.DialectPostgres, r1, migrations.FS, goose.WithTableName("sfgen_db_version"))
+	check("goose provider", err == nil, err)
+	_, err = p1.UpTo(ctx, 1)
+	check("release 1 installed", err == nil, err)
+	_, err = r1.ExecContext(ctx, "SELECT public.snowflake_set_node(3, 4)")
+	check("release 1 node 3/4", err == nil, err)
+	tw := sfgen.InstallOptions{Layout: sfgen.Twitter()}
+	err = sfgen.Check(ctx, r1, tw)
+	var se *sfgen.SchemaError
+	check("check release 1: older release", errors.Is(err, sfgen.ErrOlderRelease) && errors.As(err, &se) && se.Release == 1, err)
+	res, err = sfgen.Install(ctx, r1, tw)
+	check("install upgrades release 1, node kept", err == nil && res.Release == sfgen.Release && len(res.Applied) == sfgen.Release-1 && res.Node != nil && *res.Node == (sfgen.Node{Datacenter: 3, Machine: 4}), res, err)
+	check("check after the upgrade", sfgen.Check(ctx, r1, tw) == nil)
+
+	// goose over migrations.FS on a fresh database: no node.
+	fresh := open("SFGEN_IMPORTER_GOOSE_DSN")
+	defer fresh.Close()
+	pf, err := goose.NewProvider(goose.DialectPostgres, fresh, migrations.FS, goose.WithTableName("sfgen_db_version"))
+	check("goose provider", err == nil, err)
+	_, err = pf.Up(ctx)
+	check("goose up over migrations.FS", err == nil, err)
+	_, err = fresh.ExecContext(ctx, "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), item text)")
+	check("table", err == nil, err)
+	_, err = fresh.ExecContext(ctx, "INSERT INTO orders (item) VALUES ('tea')")
+	check("insert without a node: ErrNoNode", errors.Is(sfgen.DBError(err), sfgen.ErrNoNode), err)
+	err = sfgen.Check(ctx, fresh, tw)
+	check("check without a node: ErrNoNode", errors.Is(err, sfgen.ErrNoNode), err)
+
+	// One Provider: sfgen's migration and the application's own file.
+	app := open("SFGEN_IMPORTER_APP_DSN")
+	defer app.Close()
+	files := fstest.MapFS{"00002_orders.sql": {Data: []byte("-- +goose Up\nCREATE TABLE orders (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id(), item text);\n")}}
+	pa, err := goose.NewProvider(goose.DialectPostgres, app, files,
+		goose.WithGoMigrations(sfgen.GooseMigration(1, sfgen.InstallOptions{Schema: "ids", Layout: sfgen.Twitter(), Node: &sfgen.Node{Datacenter: 1, Machine: 3}})))
+	check("app provider", err == nil, err)
+	results, err := pa.Up(ctx)
+	check("one Up: sfgen, then the app's file", err == nil && len(results) == 2, len(results), err)
+	var order sfgen.ID
+	err = app.QueryRowContext(ctx, "INSERT INTO orders (item) VALUES ('tea') RETURNING id").Scan(&order)
+	check("an order's ID of node 1/3", err == nil && order.Datacenter() == 1 && order.Machine() == 3, order, err)
 }
 `
 
@@ -151,6 +235,9 @@ func TestImportFromAnotherModule(t *testing.T) {
 	}
 	run := exec.CommandContext(ctx, bin)
 	run.Env = append(os.Environ(), "SFGEN_IMPORTER_DSN="+dsn)
+	for _, env := range []string{"IDS", "EMPTY", "R1", "GOOSE", "APP"} {
+		run.Env = append(run.Env, "SFGEN_IMPORTER_"+env+"_DSN="+pgtest.DSN(t))
+	}
 	var out bytes.Buffer
 	run.Stdout, run.Stderr = &out, &out
 	err = run.Run()
@@ -162,6 +249,13 @@ func TestImportFromAnotherModule(t *testing.T) {
 		"compose", "decompose", "range error", "parse discord", "discord vector", "parse spec", "parse error",
 		"new generator", "generate", "pgx connect", "pgx scan", "pgx NULL refused", "pgx negative refused",
 		"database/sql open", "database/sql scan", "database/sql NULL refused", "database/sql negative refused",
+		"ID accessors",
+		"open SFGEN_IMPORTER_IDS_DSN", "install ids discord 1/2", "an ID of that node and layout", "check ids", "check twitter on ids: layout mismatch",
+		"open SFGEN_IMPORTER_EMPTY_DSN", "check an empty database: not installed",
+		"open SFGEN_IMPORTER_R1_DSN", "goose provider", "release 1 installed", "release 1 node 3/4", "check release 1: older release",
+		"install upgrades release 1, node kept", "check after the upgrade",
+		"open SFGEN_IMPORTER_GOOSE_DSN", "goose provider", "goose up over migrations.FS", "table", "insert without a node: ErrNoNode", "check without a node: ErrNoNode",
+		"open SFGEN_IMPORTER_APP_DSN", "app provider", "one Up: sfgen, then the app's file", "an order's ID of node 1/3",
 	}
 	for i := range want {
 		want[i] = "ok " + want[i]

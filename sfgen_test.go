@@ -33,6 +33,10 @@ var publicAPI = []string{
 	"Field", "FieldDatacenter", "FieldID", "FieldMachine", "FieldSequence", "FieldTimestamp",
 	"FirstID", "Generator", "Generator.Layout", "Generator.Next",
 	"ID", "ID.Int64", "ID.MarshalJSON", "ID.MarshalText", "ID.Scan", "ID.String", "ID.UnmarshalJSON", "ID.UnmarshalText", "ID.Value",
+	"ID.Time", "ID.Datacenter", "ID.Machine", "ID.Sequence",
+	"Install", "InstallOptions", "InstallResult", "Check", "GooseMigration", "DBError", "Node", "Release",
+	"SchemaError", "SchemaError.Error", "SchemaError.Unwrap",
+	"ErrNotInstalled", "ErrOlderRelease", "ErrNewerRelease", "ErrLayoutMismatch", "ErrNoNode", "ErrForeignObject", "ErrUntrustedSchema",
 	"LastID", "Layout", "Layout.Bits", "Layout.Compose", "Layout.Decompose", "Layout.Epoch", "Layout.FirstID", "Layout.IsZero", "Layout.LastID",
 	"Layout.MarshalText", "Layout.Max", "Layout.MaxTime", "Layout.Min", "Layout.MinTime", "Layout.Name", "Layout.NewGenerator", "Layout.Shift",
 	"Layout.String", "Layout.UnmarshalText", "LayoutError", "NewGenerator", "NewLayout",
@@ -313,17 +317,35 @@ func TestGeneratorNode(t *testing.T) {
 	}
 }
 
-// TestDependencies: importing sfgen brings in the standard library and
-// nothing else (but three small packages of its own), whatever the command and the tests use.
+// TestDependencies: importing sfgen brings in the standard library, pgx
+// and goose (Install applies the release line with goose over pgx, and
+// GooseMigration returns a *goose.Migration) with what they import, and
+// of its own module the packages Install runs, whatever the command and
+// the tests use.
 func TestDependencies(t *testing.T) {
-	out, err := exec.Command(goTool(t), "list", "-deps", "-f", "{{if not .Standard}}{{.ImportPath}}{{end}}", ".").CombinedOutput()
+	out, err := exec.Command(goTool(t), "list", "-deps", "-f", "{{if not .Standard}}{{.Module.Path}} {{.ImportPath}}{{end}}", ".").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go list: %v\n%s", err, out)
 	}
-	got := strings.Fields(string(out))
-	want := []string{"github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen/internal/catalog", "github.com/sfgen/sfgen"}
-	if !slices.Equal(got, want) {
-		t.Errorf("sfgen's non-standard dependencies: %v, want %v", got, want)
+	modules := []string{"github.com/jackc/pgx/v5", "github.com/jackc/pgpassfile", "github.com/jackc/pgservicefile",
+		"github.com/pressly/goose/v3", "github.com/mfridman/interpolate", "github.com/sethvargo/go-retry",
+		"go.uber.org/multierr", "golang.org/x/sync", "golang.org/x/text"}
+	var own []string
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		module, path, _ := strings.Cut(line, " ")
+		switch {
+		case module == "github.com/sfgen/sfgen":
+			own = append(own, path)
+		case !slices.Contains(modules, module):
+			t.Errorf("sfgen depends on %s, of module %s; want only %v", path, module, modules)
+		}
+	}
+	slices.Sort(own)
+	want := []string{"github.com/sfgen/sfgen", "github.com/sfgen/sfgen/internal/catalog", "github.com/sfgen/sfgen/internal/install",
+		"github.com/sfgen/sfgen/internal/migrationdir", "github.com/sfgen/sfgen/internal/native", "github.com/sfgen/sfgen/internal/pgident",
+		"github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen/internal/sqlgen", "github.com/sfgen/sfgen/native"}
+	if !slices.Equal(own, want) {
+		t.Errorf("sfgen's own dependencies: %v, want %v", own, want)
 	}
 }
 

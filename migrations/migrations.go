@@ -6,6 +6,7 @@
 //	00002_sfgen_release_2.sql   release 2: upgrades release 1
 //	00003_sfgen_release_3.sql   release 3: upgrades release 2
 //	00004_sfgen_release_4.sql   release 4: upgrades release 3
+//	00005_sfgen_release_5.sql   release 5 (unreleased): upgrades release 4, and unsets the node 0/0 that release 1 gives a fresh database
 //
 // A released file never changes; every change to the SQL adds a file that
 // upgrades the release before it, and its Down section puts that release
@@ -18,7 +19,9 @@
 // changes; `go test ./migrations -update` writes a new release's file).
 // `sfgen install` applies them with goose, and an application can apply
 // the very same bytes with its own goose provider, in a version table of
-// their own:
+// their own (a fresh database ends without a node: set one with sfgen
+// node, or use sfgen.Install or sfgen.GooseMigration, which take one, and
+// any schema and layout):
 //
 //	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS,
 //		goose.WithTableName("sfgen_db_version"))

@@ -13,8 +13,8 @@ import (
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/snowflake"
-	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 const nodeHelp = `
@@ -153,8 +153,11 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		}
 	}
 	where := fmt.Sprintf("(schema %s, sfgen release %d, layout %s)", schema, release, layoutArg(in.Layout))
-	if release < sqlgen.Latest {
-		fmt.Fprintf(stderr, "sfgen node: schema %s is at sfgen release %d, older than this sfgen's release %d: upgrade it ('sfgen verify' says how)\n", schema, release, sqlgen.Latest)
+	// sfgen.Check's check, for the layout the schema has: an older
+	// release (or a mix an older script left) is upgraded as it was
+	// installed.
+	if _, err := install.Check(ctx, catalog.DB(tx), schema, in.Layout); errors.Is(err, install.ErrOlderRelease) {
+		fmt.Fprintf(stderr, "sfgen node: %v\n", err)
 	}
 	old := fmt.Sprintf("datacenter %d, machine %d", oldDC, oldM)
 	if unset {

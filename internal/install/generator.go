@@ -159,20 +159,11 @@ func Run(ctx context.Context, db *sql.DB, conn *pgx.Conn, o Options) (*Report, e
 	if err != nil {
 		return nil, err
 	}
-	if o.Node != nil {
-		if err := nodeKept(ctx, db, o.SQL.Schema, o.Node); err != nil {
-			return nil, err
-		}
-	}
-	res, err := apply(ctx, db, o.SQL, o.Node)
+	rep, err := release(ctx, db, o)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Result: res}
-	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
-		rep.NodeUnset = true
-	}
-	return rep, g.finish(ctx, conn, res.Schema, rep)
+	return rep, g.finish(ctx, conn, rep.Schema, rep)
 }
 
 // A generatorPlan is what Run found and built before it applies the

@@ -91,6 +91,10 @@ var sentinels = map[string]error{
 	"SF106": ErrPrivilege,
 }
 
+// PreflightSentinel returns the error of Apply's for a SQLSTATE that
+// sfgen's preflight raises (SF101 to SF106), nil for any other.
+func PreflightSentinel(code string) error { return sentinels[code] }
+
 // A Result tells what Apply did.
 type Result struct {
 	Schema  string   // the schema installed into
@@ -475,4 +479,52 @@ func undo(conn *sql.Conn, schema catalog.Schema, dropSchema bool) {
 	if dropSchema {
 		conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+q) // RESTRICT: only if empty
 	}
+}
+
+// release is Run but the generator: the check that an install keeps a
+// schema's node, Apply, and whether the schema has a node after it.
+func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
+	if o.Node != nil {
+		if err := nodeKept(ctx, db, o.SQL.Schema, o.Node); err != nil {
+			return nil, err
+		}
+	}
+	res, err := apply(ctx, db, o.SQL, o.Node)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{Result: res}
+	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
+		rep.NodeUnset = true
+	}
+	return rep, nil
+}
+
+// ErrNativeUpgrade: RunDB would upgrade a schema whose
+// snowflake_next_id() is the native generator, which the upgrade replaces
+// by the SQL one; `sfgen install` (Run) installs the native one again.
+var ErrNativeUpgrade = errors.New("an upgrade would replace the native generator")
+
+// RunDB is Run for a caller that has a *sql.DB of any driver and keeps the
+// schema's generator (o.Generator must be Keep): the same checks, lock,
+// upgrades and refusals, and the node a first install gets. It refuses,
+// before it changes anything, to upgrade a schema whose
+// snowflake_next_id() is the native generator (ErrNativeUpgrade, in a
+// *StepError): the upgrade would put the SQL one back, and installing the
+// native one again takes Run's pgx session.
+func RunDB(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
+	if o.Generator != Keep {
+		return nil, errors.New("install: RunDB keeps the schema's generator; switch generators with Run")
+	}
+	in, err := inspect(ctx, db, o.SQL.Schema)
+	if err != nil {
+		return nil, untrustedCheck(o.SQL.Schema, err)
+	}
+	if in.NativeLibrary != "" && in.Effective() < sqlgen.Latest {
+		schema := in.Schema.Name()
+		return nil, &StepError{Kind: ErrNativeUpgrade, text: func(string) string {
+			return fmt.Sprintf("schema %s is at sfgen release %d and its snowflake_next_id() is the native generator (%s), which the upgrade to release %d replaces by the SQL one; nothing was changed: upgrade it with 'sfgen install --schema %s', which installs the native one again", schema, in.Release, in.NativeLibrary, sqlgen.Latest, schema)
+		}}
+	}
+	return release(ctx, db, o)
 }

@@ -39,8 +39,9 @@ const Release = 2
 // Releases are the SQL releases the native generator installs over:
 // those whose snowflake_next_id(), snowflake_next_state() and state
 // objects are release 2's (TestReleasesShareTheProtocol checks each one
-// sqlgen renders). Release 3 changes only how the node is first set.
-var Releases = []int{2, 3, 4}
+// sqlgen renders). Release 3 changes only how the node is first set, release 5
+// only how a node is recorded.
+var Releases = []int{2, 3, 4, 5}
 
 // Library is the file name of the built library in Build's directory.
 const Library = "sfgen_native.so"

@@ -290,3 +290,33 @@ func (n *NullID) UnmarshalJSON(b []byte) error {
 func formatMillis(ms int64) string {
 	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
 }
+
+// Time returns the time of id in the Twitter layout, to the millisecond,
+// in UTC; the zero time for a negative id, which is no ID.
+func (id ID) Time() time.Time {
+	p, err := Decompose(id)
+	if err != nil {
+		return time.Time{}
+	}
+	return p.Time()
+}
+
+// Datacenter returns the datacenter of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Datacenter() int64 { return id.part(func(p Parts) int64 { return p.Datacenter }) }
+
+// Machine returns the machine of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Machine() int64 { return id.part(func(p Parts) int64 { return p.Machine }) }
+
+// Sequence returns the sequence of id in the Twitter layout; -1 for a
+// negative id.
+func (id ID) Sequence() int64 { return id.part(func(p Parts) int64 { return p.Sequence }) }
+
+func (id ID) part(f func(Parts) int64) int64 {
+	p, err := Decompose(id)
+	if err != nil {
+		return -1
+	}
+	return f(p)
+}

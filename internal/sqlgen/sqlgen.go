@@ -54,7 +54,7 @@ var ErrUnknownRelease = errors.New("unknown sfgen release")
 // none (UnsetNode).
 var ErrNodeAndUnset = errors.New("options both set a node and leave it unset")
 
-//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl
+//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl templates/release5/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -122,7 +122,7 @@ func ScriptAt(o Options, release int) ([]byte, error) {
 	switch release {
 	case 1:
 		return render(o, 1, "snowflake.sql.tmpl", false)
-	case 2, 3, 4:
+	case 2, 3, 4, 5:
 		return render(o, release, "script.sql.tmpl", false)
 	}
 	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
