@@ -2,6 +2,7 @@ package install
 
 import (
 	"context"
+	"fmt"
 	"testing"
 
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -51,6 +52,10 @@ func TestNoNodeNobodyChose(t *testing.T) {
 		f.queryInt("SELECT count(" + f.schema + ".snowflake_next_id()) FROM pg_catalog.generate_series(1, 2)")
 	}
 	sql := func(q string) step { return func(f *fixture) { f.exec(q) } }
+	// The server's transaction ids move on past NodeUnsetRecentXids, as
+	// they do while a database makes IDs for a while: one transaction id
+	// per COMMIT of a DO block.
+	older := sql(fmt.Sprintf(`DO $$BEGIN FOR i IN 1..%d LOOP PERFORM pg_catalog.pg_current_xact_id(); COMMIT; END LOOP; END$$`, sqlgen.NodeUnsetRecentXids))
 	for _, tc := range []struct {
 		name  string
 		steps []step
@@ -63,6 +68,8 @@ func TestNoNodeNobodyChose(t *testing.T) {
 		{"set_node(0, 0) at release 4, never used (the documented loss)", []step{gooseTo(4), func(f *fixture) { f.setNode(0, 0) }, gooseUp}, true},
 		{"an ID made at release 1, no column default, then goose's upgrades (the documented loss)", []step{gooseTo(1), makeID, gooseUp}, true},
 		{"an ID made at release 4", []step{gooseTo(4), makeID, gooseUp}, false},
+		{"the documented loss, in a database older than NodeUnsetRecentXids transactions", []step{gooseTo(1), makeID, older, gooseUp}, false},
+		{"set_node(0, 0) at release 4, in a database older than NodeUnsetRecentXids transactions", []step{gooseTo(4), func(f *fixture) { f.setNode(0, 0) }, older, gooseUp}, false},
 		{"an ID made at release 1", []step{gooseTo(1), makeID, latest}, false},
 		{"a column default on snowflake_next_id() at release 1", []step{gooseTo(1),
 			func(f *fixture) {

@@ -256,6 +256,12 @@ const (
 	LockWait = 5 * time.Second
 )
 
+// NodeUnsetRecentXids is how recently, in transactions of the whole
+// server, the generator's state must have been made for release 5's
+// upgrade to unset a 0/0 node nobody chose: a fresh database migrated in
+// one run, not one that has made IDs for a while.
+const NodeUnsetRecentXids = 10000
+
 // templateData is what the templates see. Every field is derived from the
 // layout, the node numbers or the validated schema name.
 type templateData struct {
@@ -305,10 +311,12 @@ type templateData struct {
 	Private, PrivateName string
 	// From release 4: how far ahead of the database's clock an expired
 	// node's high-water mark may be before a take offers it last.
-	LeaseFutureMs   int64
-	MarkedFunctions []string
-	LockWaitSeconds int64
-	LockWaitMs      int64 // CatchUpLockWait
+	LeaseFutureMs int64
+	// From release 5: NodeUnsetRecentXids.
+	NodeUnsetRecentXids int64
+	MarkedFunctions     []string
+	LockWaitSeconds     int64
+	LockWaitMs          int64 // CatchUpLockWait
 }
 
 func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
@@ -375,10 +383,11 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
 
 		KnownFunctions: catalog.KnownFunctions, KnownFunctionNames: catalog.KnownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
-		LeaseFunctionNames: catalog.LeaseFunctionNames,
-		LockWaitSeconds:    int64(LockWait / time.Second),
-		LockWaitMs:         CatchUpLockWait.Milliseconds(),
-		LeaseFutureMs:      LeaseFutureBound.Milliseconds(),
+		LeaseFunctionNames:  catalog.LeaseFunctionNames,
+		LockWaitSeconds:     int64(LockWait / time.Second),
+		LockWaitMs:          CatchUpLockWait.Milliseconds(),
+		LeaseFutureMs:       LeaseFutureBound.Milliseconds(),
+		NodeUnsetRecentXids: NodeUnsetRecentXids,
 	}
 	switch release {
 	case 2:
