@@ -30,9 +30,11 @@ else leaves it unset: snowflake_next_id() then refuses to make IDs until
 'sfgen node' sets one, so that no database ends up with a node nobody
 chose for it.
 
---layout (Twitter's unless given) is the layout of the IDs the functions
-compose; the database records it (snowflake_layout() returns it), and a
-schema keeps the layout it was installed with. Give each layout its own
+--layout is the layout of the IDs the functions compose: Twitter's for a
+new schema unless given; an existing schema's own (snowflake_layout(),
+which the database records) when not given, as a schema keeps the layout
+it was installed with (a --layout that differs is refused). Node flags are
+checked against --layout's ranges, or Twitter's when it is not given. Give each layout its own
 schema: several can live side by side in one database, each with its own
 node and generator state.
 
@@ -90,6 +92,14 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return c.connectError(err)
 	}
 	defer conn.Close(context.Background())
+	if !c.flagSet("layout") {
+		// A schema with sfgen keeps its layout: read it rather than
+		// assume Twitter's (an untrusted or unreadable schema is
+		// reported by install.Run).
+		if in, err := inspect(ctx, db, o.Schema); err == nil && !in.Layout.IsZero() {
+			o.Layout = in.Layout
+		}
+	}
 	opts := install.Options{SQL: o, Generator: want, NativeDir: *nativeDir}
 	if sf.node.given() {
 		opts.Node = sf.node.asked()

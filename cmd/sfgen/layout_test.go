@@ -227,8 +227,6 @@ func TestLayoutsSideBySide(t *testing.T) {
 			"sfgen verify: schema public was generated for layout twitter (" + snowflake.Twitter.String() + "), not --layout " + customSpec + "; leave --layout out to check the layout the schema records"},
 		{[]string{"install", "--schema", "discord", "--layout", "twitter"}, exitFail,
 			`sfgen install: schema discord holds sfgen for layout discord (` + discordSpec + `), not --layout twitter (` + snowflake.Twitter.String() + `); give --layout "discord" for this schema, or install into another one`},
-		{[]string{"install", "--schema", "custom"}, exitFail,
-			`sfgen install: schema custom holds sfgen for layout ` + customSpec + `, not --layout twitter (` + snowflake.Twitter.String() + `); give --layout "` + customSpec + `" for this schema, or install into another one`},
 		{[]string{"bench", "--schema", "custom", "--layout", "discord"}, exitFail,
 			"sfgen bench: schema custom was generated for layout " + customSpec + ", not --layout discord (" + discordSpec + ")"},
 		// node takes its ranges from the schema's layout.
@@ -240,6 +238,14 @@ func TestLayoutsSideBySide(t *testing.T) {
 		code, out, errOut := sfgen(t, append(tc.args, "--dsn", dsn)...)
 		if code != tc.code || out != "" || errOut != tc.want+"\n" {
 			t.Errorf("sfgen %q = %d, %q, %q; want %d and %q", tc.args, code, out, errOut, tc.code, tc.want)
+		}
+	}
+	// Without --layout, install takes an existing schema's own (issue 28:
+	// it assumed Twitter's and refused).
+	for _, schema := range []string{"discord", "custom"} {
+		code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema)
+		if want := fmt.Sprintf("nothing to apply: schema %s is at sfgen release %d\n", schema, sqlgen.Latest); code != 0 || out != want || errOut != "" {
+			t.Errorf("install --schema %s without --layout = %d, %q, %q; want 0 and %q", schema, code, out, errOut, want)
 		}
 	}
 	// A node in the custom layout's range but outside Twitter's is set.
