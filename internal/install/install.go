@@ -210,11 +210,57 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 			return nil, err
 		}
 	}
+	var restale func()
+	if tableExisted && len(in.Stale) > 0 && in.Release <= sqlgen.Latest {
+		// An older release's plain script ran over release N, recorded
+		// in the version table: take N's record out, so that goose runs
+		// N's own file again, whose check counts the mix as release 1 and
+		// puts N back (as adopt does for a schema without the table).
+		// Should that fail, the record goes back.
+		if restale, err = forget(ctx, conn, schema, in.Release); err != nil {
+			return nil, err
+		}
+	}
 	res, err := upHook(ctx, db, fsys, schema)
 	if err != nil && !tableExisted {
 		undo(conn, schema, !schemaExisted)
 	}
+	if err != nil && restale != nil {
+		restale()
+	}
 	return res, err
+}
+
+// forget deletes the version table's rows of release and later, and
+// returns a function that puts them back.
+func forget(ctx context.Context, conn *sql.Conn, schema catalog.Schema, release int) (func(), error) {
+	table := schema.Quoted() + "." + VersionTable
+	rows, err := conn.QueryContext(ctx, "DELETE FROM "+table+" WHERE version_id OPERATOR(pg_catalog.>=) $1::bigint RETURNING version_id, is_applied, tstamp", release)
+	if err != nil {
+		return nil, fmt.Errorf("take release %d out of %s: %w", release, table, err)
+	}
+	type row struct {
+		version int64
+		applied bool
+		at      sql.NullTime
+	}
+	var gone []row
+	for rows.Next() {
+		var r row
+		if err := rows.Scan(&r.version, &r.applied, &r.at); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("take release %d out of %s: %w", release, table, err)
+		}
+		gone = append(gone, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("take release %d out of %s: %w", release, table, err)
+	}
+	return func() {
+		for _, r := range gone {
+			conn.ExecContext(context.WithoutCancel(ctx), "INSERT INTO "+table+" (version_id, is_applied, tstamp) VALUES ($1::bigint, $2::boolean, $3::timestamp)", r.version, r.applied, r.at)
+		}
+	}, nil
 }
 
 // upHook is up; tests replace it to fail where nothing else can.
