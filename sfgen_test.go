@@ -27,7 +27,7 @@ import (
 var publicAPI = []string{
 	"Compose", "Decompose", "Discord", "DiscordEpoch",
 	"DefaultLeaseTTL", "ErrLeaseClosed", "ErrLeaseLost", "ErrNoFreeNode", "ErrNoLeases",
-	"Lease", "Lease.Close", "Lease.Datacenter", "Lease.Done", "Lease.Err", "Lease.Layout", "Lease.Machine", "Lease.Next",
+	"Lease", "Lease.Close", "Lease.Datacenter", "Lease.Done", "Lease.Err", "Lease.FloorAhead", "Lease.Layout", "Lease.Machine", "Lease.Next",
 	"LeaseOptions", "TakeLease",
 	"ErrInvalidLayout", "ErrNullID", "ErrOutOfRange", "ErrSyntax", "ErrZeroLayout",
 	"Field", "FieldDatacenter", "FieldID", "FieldMachine", "FieldSequence", "FieldTimestamp",
