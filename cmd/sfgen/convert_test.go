@@ -147,9 +147,9 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 	code, out, errOut = e.convert("--table", "parent", "--dry-run")
 	for _, want := range []string{
 		"-- +goose Up\n",
-		`ALTER TABLE ONLY "app"."parent" ALTER COLUMN "id" SET DEFAULT "ids".snowflake_next_id();`,
-		`ALTER TABLE ONLY "app"."child" ALTER COLUMN "parent_id" TYPE bigint;`,
-		`ALTER TABLE ONLY "app"."parent" ALTER COLUMN "id" TYPE bigint;`,
+		`ALTER TABLE "app"."parent" ALTER COLUMN "id" SET DEFAULT "ids".snowflake_next_id();`,
+		`ALTER TABLE "app"."child" ALTER COLUMN "parent_id" TYPE bigint;`,
+		`ALTER TABLE "app"."parent" ALTER COLUMN "id" TYPE bigint;`,
 		`LOCK TABLE ONLY "app"."parent" IN ACCESS EXCLUSIVE MODE;`,
 		`LOCK TABLE ONLY "app"."child" IN ACCESS EXCLUSIVE MODE;`,
 		"held while it rewrites app.parent (5000 rows, ",

@@ -199,6 +199,15 @@ func render(name string, data any) (string, error) {
 	return b.String(), nil
 }
 
+func execTemplate(ctx context.Context, tx *sql.Tx, name string, data any) error {
+	stmt, err := render(name, data)
+	if err != nil {
+		return err
+	}
+	_, err = tx.ExecContext(ctx, stmt)
+	return err
+}
+
 func queryRow(ctx context.Context, q Querier, name string, data any, args []any, dest ...any) error {
 	stmt, err := render(name, data)
 	if err != nil {
@@ -637,12 +646,12 @@ func (p *Plan) try(ctx context.Context, db *sql.DB, r *Result) error {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", p.o.LockTimeout.Milliseconds())); err != nil {
+	if err := execTemplate(ctx, tx, "lock_timeout", p.o.LockTimeout.Milliseconds()); err != nil {
 		return err
 	}
 	start := time.Now()
 	for _, t := range p.locksQ {
-		if _, err := tx.ExecContext(ctx, "LOCK TABLE ONLY "+t+" IN ACCESS EXCLUSIVE MODE"); err != nil {
+		if err := execTemplate(ctx, tx, "lock", t); err != nil {
 			return err
 		}
 	}
