@@ -391,6 +391,11 @@ func TestConvertRefusals(t *testing.T) {
 	e.exec(e.app, `CREATE VIEW app.small_v AS SELECT id FROM app.small`)
 	e.exec(e.app, `CREATE TABLE app.done (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id())`)
 	e.exec(e.super, `CREATE TABLE app.theirs (id bigserial PRIMARY KEY)`)
+	// Row security forced on the owner hides the value ahead from it.
+	e.exec(e.app, `CREATE TABLE app.hidden (id bigint PRIMARY KEY)`)
+	e.exec(e.app, `INSERT INTO app.hidden VALUES (1), ($1)`, int64(future))
+	e.exec(e.app, `ALTER TABLE app.hidden ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY`)
+	e.exec(e.app, `CREATE POLICY small ON app.hidden USING (id < 1000)`)
 	// Schemas: one without sfgen, one without a node, one other roles may
 	// create in, one whose sfgen is another role's.
 	e.exec(e.app, `CREATE SCHEMA empty`)
@@ -405,7 +410,7 @@ func TestConvertRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.exec(e.super, `GRANT USAGE ON SCHEMA admins TO `+e.role)
-	cols := []string{"t.id", "t.n", "nopk.id", "ahead.id", "small.id", "done.id", "theirs.id"}
+	cols := []string{"t.id", "t.n", "nopk.id", "ahead.id", "small.id", "done.id", "theirs.id", "hidden.id"}
 	before := e.state(cols...)
 	for _, tc := range []struct {
 		name string
@@ -424,6 +429,7 @@ func TestConvertRefusals(t *testing.T) {
 		{"a view on a rewrite", []string{"--table", "small", "--rewrite"}, "and view app.small_v use it"},
 		{"already converted", []string{"--table", "done"}, "already defaults to ids.snowflake_next_id()"},
 		{"another owner's table", []string{"--table", "theirs"}, "app.theirs is owned by role "},
+		{"row security forced", []string{"--table", "hidden"}, "app.hidden forces row security on its owner"},
 		{"no sfgen", []string{"--table", "t", "--sfgen-schema", "empty"}, "sfgen is not installed in schema empty"},
 		{"no node", []string{"--table", "t", "--sfgen-schema", "nonode"}, "schema nonode has no node"},
 		{"untrusted", []string{"--table", "t", "--sfgen-schema", "open"}, "schema open is not trusted"},
@@ -468,6 +474,23 @@ func TestConvertScriptChecksWhereItRuns(t *testing.T) {
 	if got := e.state("orders.id"); got != before {
 		t.Errorf("it changed:\n%s\nwas\n%s", got, before)
 	}
+	// Row security forced on the owner, hiding that value: the script
+	// fails rather than miss it.
+	e.exec(e.app, `ALTER TABLE app.orders ENABLE ROW LEVEL SECURITY, FORCE ROW LEVEL SECURITY`)
+	e.exec(e.app, `CREATE POLICY small ON app.orders USING (id < 1000)`)
+	tx, err = e.app.Begin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = tx.Exec(script)
+	tx.Rollback()
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "row-level security") {
+		t.Errorf("the script under forced row security: %v; want 42501", err)
+	}
+	if got := e.state("orders.id"); got != before {
+		t.Errorf("it changed:\n%s\nwas\n%s", got, before)
+	}
+	e.exec(e.app, `ALTER TABLE app.orders NO FORCE ROW LEVEL SECURITY, DISABLE ROW LEVEL SECURITY`)
 	// Without that value, the same script converts, in a transaction of
 	// the caller's (as goose runs it).
 	e.exec(e.app, `DELETE FROM app.orders`)

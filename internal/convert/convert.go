@@ -314,6 +314,8 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 		return nil, refuse("%s has inheritance parents or children, which convert does not convert; nothing changed", name)
 	case !isOwner:
 		return nil, refuse("%s is owned by role %s, and only its owner may alter it: run convert as %s; nothing changed", name, owner, owner)
+	case forced:
+		return nil, refuse("%s forces row security on its owner, which could hide rows from the check that every value is below the first new ID: ALTER TABLE ... NO FORCE ROW LEVEL SECURITY first; nothing changed", name)
 	}
 	column := o.Column
 	if column == "" {
