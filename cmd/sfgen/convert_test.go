@@ -161,6 +161,19 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 	if got := e.state(cols...); got != before {
 		t.Errorf("--dry-run changed:\n%s\nwas\n%s", got, before)
 	}
+	code, out, _ = e.convert("--table", "parent", "--dry-run", "--json")
+	var plan struct {
+		DryRun   bool              `json:"dry_run"`
+		SQL      string            `json:"sql"`
+		Rewrites []convert.Rewrite `json:"rewrites"`
+		Locks    []string          `json:"locks"`
+		Key      convert.Column    `json:"key"`
+	}
+	if err := json.Unmarshal([]byte(out), &plan); err != nil || code != exitOK || !plan.DryRun || !strings.Contains(plan.SQL, "snowflake_next_id()") ||
+		len(plan.Rewrites) != 2 || plan.Rewrites[0].Rows != 5000 || plan.Rewrites[1].Table != "app.child" || plan.Key.Type != "integer" ||
+		strings.Join(plan.Locks, " ") != "app.parent app.child" {
+		t.Errorf("--dry-run --json: exit %d, %+v (%v):\n%s", code, plan, err, out)
+	}
 
 	lo := e.nowMs()
 	code, out, errOut = e.convert("--table", "parent", "--rewrite")
@@ -352,6 +365,20 @@ func TestConvertSharedSequence(t *testing.T) {
 	if code != exitOK || !strings.Contains(out, "sequence  app.shared kept as it was: app.b.id go on using it") {
 		t.Fatalf("convert: exit %d, stdout %q, stderr %q", code, out, errOut)
 	}
+	// --json, on a second table of the sequence.
+	e.exec(e.app, `CREATE TABLE app.c (id bigint PRIMARY KEY DEFAULT nextval('app.shared'))`)
+	code, out, errOut = e.convert("--table", "c", "--json")
+	var r struct {
+		Converted  bool     `json:"converted"`
+		FirstID    string   `json:"first_id"`
+		Tries      int      `json:"tries"`
+		Sequence   string   `json:"sequence"`
+		SharedWith []string `json:"sequence_shared"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK || !r.Converted || r.Tries != 1 || r.Sequence != "app.shared" ||
+		strings.Join(r.SharedWith, " ") != "app.b.id" || len(r.FirstID) < 18 {
+		t.Errorf("--json: exit %d, %+v (%v), stderr %q:\n%s", code, r, err, errOut, out)
+	}
 	var next int64
 	if err := e.app.QueryRow(`INSERT INTO app.b DEFAULT VALUES RETURNING id`).Scan(&next); err != nil || next != 21 {
 		t.Errorf("b's next id %d (%v); want 21, from the shared sequence", next, err)
@@ -418,6 +445,7 @@ func TestConvertRefusals(t *testing.T) {
 		want string
 	}{
 		{"ahead of the clock", []string{"--table", "ahead"}, fmt.Sprintf("app.ahead.id holds %d, at or above ", future)},
+		{"ahead of the clock, --dry-run", []string{"--table", "ahead", "--dry-run"}, fmt.Sprintf("app.ahead.id holds %d, at or above ", future)},
 		{"not a key", []string{"--table", "t", "--column", "n"}, "column app.t.n is not a key"},
 		{"not an integer", []string{"--table", "t", "--column", "s"}, "column app.t.s is of type text"},
 		{"numeric", []string{"--table", "t", "--column", "x"}, "column app.t.x is of type numeric"},
@@ -549,5 +577,27 @@ func TestConvertRetriesLocks(t *testing.T) {
 	r, err := p.Apply(ctx, e.app)
 	if err != nil || r.Tries != 2 || len(retried) != 1 {
 		t.Fatalf("Apply = %+v, %v after retries %v; want 2 tries", r, err, retried)
+	}
+}
+
+// TestConvertChecksThePlanUnderTheLocks: a foreign key added between the
+// plan and its run would stay integer under a bigint key; the run reads
+// the table again under its locks and refuses, changing nothing.
+func TestConvertChecksThePlanUnderTheLocks(t *testing.T) {
+	e := newConvEnv(t, 9, 2)
+	e.exec(e.app, `CREATE TABLE app.parent (id serial PRIMARY KEY)`)
+	e.exec(e.app, `CREATE TABLE app.child (id serial PRIMARY KEY, parent_id integer)`)
+	ctx := context.Background()
+	p, err := convert.Prepare(ctx, e.app, convert.Options{Sfgen: "ids", TableSchema: "app", Table: "parent", Rewrite: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(e.app, `ALTER TABLE app.child ADD FOREIGN KEY (parent_id) REFERENCES app.parent (id)`)
+	before := e.state("parent.id", "child.parent_id")
+	if _, err := p.Apply(ctx, e.app); !errors.Is(err, convert.ErrRefused) || !strings.Contains(err.Error(), "changed while convert was planning") {
+		t.Errorf("Apply after a foreign key was added: %v; want a refusal", err)
+	}
+	if got := e.state("parent.id", "child.parent_id"); got != before {
+		t.Errorf("it changed:\n%s\nwas\n%s", got, before)
 	}
 }
