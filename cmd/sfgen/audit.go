@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -125,17 +124,15 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(c.stderr, "sfgen audit: lease marks not read: %s\n", redactErr(err, dsn))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
+		if code := c.printJSON(struct {
 			*audit.Report
 			LayoutName   string               `json:"layout_name"`
 			LeasesAhead  []catalog.AheadLease `json:"leases_ahead"`
 			LeasesUnread []string             `json:"leases_unread,omitempty"`
 			LegacyUnread []string             `json:"legacy_unread,omitempty"`
 			Clean        bool                 `json:"clean"`
-		}{r, layoutArg(layout.layout), ahead, unread, legacy.Unread, r.Clean()}); err != nil {
-			return c.fail("%v", err)
+		}{r, layoutArg(layout.layout), ahead, unread, legacy.Unread, r.Clean()}); code != exitOK {
+			return code
 		}
 	} else {
 		printAudit(stdout, r, layoutArg(layout.layout), ahead, unread, legacy)
