@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -350,6 +351,14 @@ func TestConvertIdentity(t *testing.T) {
 		t.Fatalf("a plain INSERT after: %v", err)
 	}
 	e.checkID(id, lo, e.nowMs())
+	// The record table in ids_sfgen leaves the schema trusted: node and
+	// install (release 4's preflight) still work on it.
+	if code, out, errOut := sfgen(t, "node", "--dsn", e.appDSN, "--schema", "ids"); code != exitOK {
+		t.Errorf("node after: exit %d, %q, %q", code, out, errOut)
+	}
+	if code, out, errOut := sfgen(t, "install", "--dsn", e.appDSN, "--schema", "ids"); code != exitOK {
+		t.Errorf("install after: exit %d, %q, %q", code, out, errOut)
+	}
 }
 
 // TestConvertSharedSequence: a sequence two tables' defaults use stays,
@@ -599,5 +608,57 @@ func TestConvertChecksThePlanUnderTheLocks(t *testing.T) {
 	}
 	if got := e.state("parent.id", "child.parent_id"); got != before {
 		t.Errorf("it changed:\n%s\nwas\n%s", got, before)
+	}
+}
+
+// TestConvertDumpRestores: a database with a converted table dumps with
+// pg_dump and restores with psql, every statement succeeding (pgEdge's
+// conversion broke the dump's setval), with the old sequence's value,
+// the default and the record kept, and the restored table makes IDs.
+func TestConvertDumpRestores(t *testing.T) {
+	if pgtest.External() {
+		t.Skip("pg_dump must be the server's major: runs on the throwaway cluster only")
+	}
+	psql, err := psqlPath()
+	if err != nil {
+		t.Skipf("no psql beside the server binaries: %v", err)
+	}
+	pgDump := strings.TrimSuffix(psql, "psql") + "pg_dump"
+	e := newConvEnv(t, 10, 3)
+	e.exec(e.app, `CREATE TABLE app.orders (id bigserial PRIMARY KEY, item text)`)
+	e.exec(e.app, `INSERT INTO app.orders (item) SELECT 'i' FROM generate_series(1, 100)`)
+	if code, out, errOut := e.convert("--table", "orders"); code != exitOK {
+		t.Fatalf("convert: exit %d, %q, %q", code, out, errOut)
+	}
+	e.exec(e.app, `INSERT INTO app.orders (item) VALUES ('after')`)
+	file := t.TempDir() + "/dump.sql"
+	if code, _, errOut := runProgram(t, pgDump, nil, []string{"--no-privileges", "-f", file, "-d", e.dsn}); code != 0 {
+		t.Fatalf("pg_dump: exit %d, %s", code, errOut)
+	}
+	dump, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(dump), "SELECT pg_catalog.setval('app.orders_id_seq', 100, true);") {
+		t.Errorf("the dump lacks the sequence's setval")
+	}
+	target := pgtest.DSN(t)
+	if code, out, errOut := runProgram(t, psql, nil, []string{"-X", "-q", "-v", "ON_ERROR_STOP=1", "-1", "-f", file, "-d", target}); code != 0 {
+		t.Fatalf("restore: exit %d, %s%s", code, out, errOut)
+	}
+	db := testDB(t, target)
+	var last, legacyBelow int64
+	var def string
+	if err := db.QueryRow(`SELECT (SELECT last_value FROM app.orders_id_seq),
+		(SELECT pg_get_expr(adbin, adrelid) FROM pg_attrdef WHERE adrelid = 'app.orders'::regclass),
+		(SELECT first_id FROM ids_sfgen.snowflake_conversion)`).Scan(&last, &def, &legacyBelow); err != nil {
+		t.Fatal(err)
+	}
+	var id int64
+	if err := db.QueryRow(`INSERT INTO app.orders (item) VALUES ('restored') RETURNING id`).Scan(&id); err != nil {
+		t.Fatalf("an insert after the restore: %v", err)
+	}
+	if last != 100 || def != "ids.snowflake_next_id()" || id <= legacyBelow || id>>17&31 != 10 || id>>12&31 != 3 {
+		t.Errorf("restored: sequence at %d, default %q, record %d, new id %d", last, def, legacyBelow, id)
 	}
 }
