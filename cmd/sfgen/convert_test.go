@@ -172,7 +172,7 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 	}
 	if err := json.Unmarshal([]byte(out), &plan); err != nil || code != exitOK || !plan.DryRun || !strings.Contains(plan.SQL, "snowflake_next_id()") ||
 		len(plan.Rewrites) != 2 || plan.Rewrites[0].Rows != 5000 || plan.Rewrites[1].Table != "app.child" || plan.Key.Type != "integer" ||
-		strings.Join(plan.Locks, " ") != "app.parent app.child" {
+		strings.Join(plan.Locks, " ") != "app.child app.parent" {
 		t.Errorf("--dry-run --json: exit %d, %+v (%v):\n%s", code, plan, err, out)
 	}
 
@@ -660,5 +660,69 @@ func TestConvertDumpRestores(t *testing.T) {
 	}
 	if last != 100 || def != "ids.snowflake_next_id()" || id <= legacyBelow || id>>17&31 != 10 || id>>12&31 != 3 {
 		t.Errorf("restored: sequence at %d, default %q, record %d, new id %d", last, def, legacyBelow, id)
+	}
+}
+
+// TestConvertLocksChildFirst: a transaction that has inserted into the
+// child (a row without a parent) and inserts again (its foreign key's
+// check then takes a lock on the parent) while convert waits for the
+// child does not deadlock with it: convert locks the child before the parent, as inserts do, so the
+// insert goes through and convert follows.
+func TestConvertLocksChildFirst(t *testing.T) {
+	e := newConvEnv(t, 11, 4)
+	e.exec(e.app, `CREATE TABLE app.parent (id serial PRIMARY KEY)`)
+	e.exec(e.app, `INSERT INTO app.parent SELECT FROM generate_series(1, 10)`)
+	e.exec(e.app, `CREATE TABLE app.child (id serial PRIMARY KEY, parent_id integer REFERENCES app.parent (id))`)
+	ctx := context.Background()
+	inserter, err := e.app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inserter.Close()
+	tx, err := inserter.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	// A row without a parent: the child locked, the parent not yet.
+	if _, err := tx.Exec(`INSERT INTO app.child (parent_id) VALUES (NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	// Convert, in the background, waits for a lock the inserter holds.
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan result, 1)
+	go func() {
+		code, out, errOut := e.convert("--table", "parent", "--rewrite", "--lock-timeout", "1m")
+		done <- result{code, out, errOut}
+	}()
+	for {
+		var waiting bool
+		if err := e.super.QueryRow(`SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE NOT l.granted AND l.mode = 'AccessExclusiveLock' AND a.query LIKE 'LOCK TABLE%')`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting {
+			break
+		}
+		select {
+		case r := <-done:
+			t.Fatalf("convert did not wait: exit %d, %q, %q", r.code, r.out, r.errOut)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// The second insert checks the parent: with the parent locked first,
+	// the two would wait on each other until the server broke the
+	// deadlock, failing one.
+	if _, err := tx.Exec(`INSERT INTO app.child (parent_id) VALUES (2)`); err != nil {
+		t.Errorf("the insert while convert waits: %v", err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Errorf("its commit: %v", err)
+	}
+	if r := <-done; r.code != exitOK || !strings.Contains(r.out, "(1 try)") {
+		t.Errorf("convert: exit %d, %q, %q; want it converted in one try", r.code, r.out, r.errOut)
 	}
 }

@@ -362,14 +362,25 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 	if err := p.readReferencing(ctx, q); err != nil {
 		return nil, err
 	}
+	// The tables it alters, locked in the order inserts take their locks
+	// (a child's, then its foreign key's check of the parent), so that no
+	// insert waits on it while it waits on that insert: the referencing
+	// tables it widens, the last found first, then the key's. Referencing
+	// columns already bigint are recorded, not altered, nor locked.
 	locked := map[string]bool{}
-	for _, c := range p.columns() {
+	lock := func(c Column) {
 		if t := c.Schema + "." + c.Table; !locked[t] {
 			locked[t] = true
 			p.Locks = append(p.Locks, t)
 			p.locksQ = append(p.locksQ, pgident.Quote(c.Schema)+"."+pgident.Quote(c.Table))
 		}
 	}
+	for i := len(p.Referencing) - 1; i >= 0; i-- {
+		if c := p.Referencing[i]; c.Type != "bigint" {
+			lock(c)
+		}
+	}
+	lock(p.Key)
 	if err := p.checkWidened(ctx, q, sizes); err != nil {
 		return nil, err
 	}
@@ -632,9 +643,12 @@ func (p *Plan) Apply(ctx context.Context, db *sql.DB) (*Result, error) {
 	return nil, err
 }
 
+// isLockTimeout reports whether err is a lock not had in time (55P03),
+// or a deadlock the server broke by ending this transaction (40P01): a
+// try that changed nothing, to make again.
 func isLockTimeout(err error) bool {
 	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "55P03"
+	return errors.As(err, &pe) && (pe.Code == "55P03" || pe.Code == "40P01")
 }
 
 func (p *Plan) try(ctx context.Context, db *sql.DB, r *Result) error {
