@@ -427,6 +427,17 @@ func TestConvertRefusals(t *testing.T) {
 	e.exec(e.app, `CREATE VIEW app.small_v AS SELECT id FROM app.small`)
 	e.exec(e.app, `CREATE TABLE app.done (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id())`)
 	e.exec(e.super, `CREATE TABLE app.theirs (id bigserial PRIMARY KEY)`)
+	e.exec(e.app, `CREATE TABLE app.gen (a bigint, id bigint GENERATED ALWAYS AS (a * 2) STORED UNIQUE)`)
+	e.exec(e.app, `CREATE TABLE app.multi (a int, b int, PRIMARY KEY (a, b))`)
+	e.exec(e.app, `CREATE TABLE app.base (id bigserial PRIMARY KEY)`)
+	e.exec(e.app, `CREATE TABLE app.derived () INHERITS (app.base)`)
+	e.exec(e.app, `CREATE TABLE app.p2 (id serial PRIMARY KEY)`)
+	e.exec(e.super, `CREATE TABLE app.c2 (p integer REFERENCES app.p2 (id))`)
+	script3, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 12, Machine: 12}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.exec(e.app, string(script3))
 	// Row security forced on the owner hides the value ahead from it.
 	e.exec(e.app, `CREATE TABLE app.hidden (id bigint PRIMARY KEY)`)
 	e.exec(e.app, `INSERT INTO app.hidden VALUES (1), ($1)`, int64(future))
@@ -446,7 +457,7 @@ func TestConvertRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.exec(e.super, `GRANT USAGE ON SCHEMA admins TO `+e.role)
-	cols := []string{"t.id", "t.n", "nopk.id", "ahead.id", "small.id", "done.id", "theirs.id", "hidden.id"}
+	cols := []string{"t.id", "t.n", "nopk.id", "ahead.id", "small.id", "done.id", "theirs.id", "hidden.id", "gen.id", "base.id", "p2.id", "c2.p"}
 	before := e.state(cols...)
 	for _, tc := range []struct {
 		name string
@@ -467,6 +478,11 @@ func TestConvertRefusals(t *testing.T) {
 		{"already converted", []string{"--table", "done"}, "already defaults to ids.snowflake_next_id()"},
 		{"another owner's table", []string{"--table", "theirs"}, "app.theirs is owned by role "},
 		{"row security forced", []string{"--table", "hidden"}, "app.hidden forces row security on its owner"},
+		{"generated", []string{"--table", "gen", "--column", "id"}, "column app.gen.id is a generated column"},
+		{"a primary key of two columns", []string{"--table", "multi"}, "app.multi's primary key has 2 columns"},
+		{"inheritance", []string{"--table", "base"}, "app.base has inheritance parents or children"},
+		{"a child of another owner", []string{"--table", "p2", "--rewrite"}, "column app.c2.p would become bigint, and app.c2 is owned by role "},
+		{"release 3", []string{"--table", "t", "--sfgen-schema", "old"}, "schema old is at sfgen release 3"},
 		{"no sfgen", []string{"--table", "t", "--sfgen-schema", "empty"}, "sfgen is not installed in schema empty"},
 		{"no node", []string{"--table", "t", "--sfgen-schema", "nonode"}, "schema nonode has no node"},
 		{"untrusted", []string{"--table", "t", "--sfgen-schema", "open"}, "schema open is not trusted"},
