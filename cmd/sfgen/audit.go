@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/convert"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -41,6 +41,12 @@ of the database with sfgen's leases, release 4 and later) whose
 high-water mark is more than a second ahead of the database's clock: the
 node's next holder will date its IDs that far ahead; and the schemas
 whose lease table this role may not read.
+
+After 'sfgen convert' moved the column to snowflake_next_id(), the values
+below the first ID it made are "legacy" (the serial or identity values
+from before): counted apart ("legacy" in --json), not as IDs, nodes or
+anomalies. Only sfgen's owner may read where convert records that; for
+another role audit says "legacy not read" and counts them as IDs.
 
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
@@ -96,6 +102,11 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return code
 	}
 	defer db.Close()
+	legacy, err := convert.Legacy(ctx, db, o.Schema, o.Table, o.Column)
+	if err != nil {
+		legacy.Unread = append(legacy.Unread, redactErr(err, dsn))
+	}
+	o.LegacyBelow = legacy.FirstID
 	stop := func() {}
 	if isTerminal(c.stderr) {
 		stop = c.auditProgress(ctx, db, o)
@@ -113,19 +124,18 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(c.stderr, "sfgen audit: lease marks not read: %s\n", redactErr(err, dsn))
 	}
 	if *asJSON {
-		enc := json.NewEncoder(stdout)
-		enc.SetIndent("", "  ")
-		if err := enc.Encode(struct {
+		if code := c.printJSON(struct {
 			*audit.Report
 			LayoutName   string               `json:"layout_name"`
 			LeasesAhead  []catalog.AheadLease `json:"leases_ahead"`
 			LeasesUnread []string             `json:"leases_unread,omitempty"`
+			LegacyUnread []string             `json:"legacy_unread,omitempty"`
 			Clean        bool                 `json:"clean"`
-		}{r, layoutArg(layout.layout), ahead, unread, r.Clean()}); err != nil {
-			return c.fail("%v", err)
+		}{r, layoutArg(layout.layout), ahead, unread, legacy.Unread, r.Clean()}); code != exitOK {
+			return code
 		}
 	} else {
-		printAudit(stdout, r, layoutArg(layout.layout), ahead, unread)
+		printAudit(stdout, r, layoutArg(layout.layout), ahead, unread, legacy)
 	}
 	if !r.Clean() {
 		return exitFail
@@ -151,9 +161,16 @@ func aheadLeases(ctx context.Context, db *sql.DB, l snowflake.Layout) ([]catalog
 	return ahead, unread, err
 }
 
-func printAudit(w io.Writer, r *audit.Report, layoutName string, ahead []catalog.AheadLease, unread []string) {
+func printAudit(w io.Writer, r *audit.Report, layoutName string, ahead []catalog.AheadLease, unread []string, legacy convert.LegacyBound) {
 	fmt.Fprintf(w, "table     %s.%s, column %s, layout %s\n", r.Schema, r.Table, r.Column, layoutName)
 	fmt.Fprintf(w, "rows      %d (%d NULL)\n", r.Rows, r.Nulls)
+	if legacy.Found {
+		fmt.Fprintf(w, "legacy    %d (below %s, the first ID after 'sfgen convert' moved the column to %s.snowflake_next_id(): values from before, not IDs)\n",
+			r.Legacy, r.LegacyBelow, legacy.Sfgen)
+	}
+	for _, u := range legacy.Unread {
+		fmt.Fprintf(w, "legacy    not read: %s\n", u)
+	}
 	if r.MinTime != nil {
 		fmt.Fprintf(w, "time      %s to %s (min and max)\n", fmtTime(*r.MinTime), fmtTime(*r.MaxTime))
 	}

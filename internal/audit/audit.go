@@ -22,6 +22,9 @@
 //   - future: a valid ID whose time is after the database's now() plus the
 //     tolerance.
 //   - NULL values are counted apart (Nulls) and are not anomalies.
+//   - legacy: with Options.LegacyBelow (the first ID made after 'sfgen
+//     convert' moved the column to snowflake_next_id()), a value below it,
+//     from before the conversion: counted apart, and in nothing else.
 package audit
 
 import (
@@ -180,6 +183,12 @@ type Options struct {
 	FutureTolerance time.Duration
 	SkewThreshold   time.Duration
 
+	// LegacyBelow, when not 0, is the first ID made after the column was
+	// converted to snowflake_next_id(): the values below it are legacy
+	// (the serial or identity values from before), counted apart and read
+	// as no ID.
+	LegacyBelow int64
+
 	// Workers is how many connections Run reads a plain table through at
 	// once, each a range of its pages, all in the snapshot of one
 	// transaction, when the table has 1024 pages (8 MB) or more and Run
@@ -266,10 +275,12 @@ type Report struct {
 	Layout            string     `json:"layout"`
 	Now               time.Time  `json:"now"` // the database's now()
 	FutureToleranceMs int64      `json:"future_tolerance_ms"`
-	FutureAfter       time.Time  `json:"future_after"` // Now + tolerance: IDs dated after it are future
-	Rows              int64      `json:"rows"`         // every row, NULL IDs included
-	Nulls             int64      `json:"nulls"`        // rows whose ID is NULL: not an anomaly
-	Invalid           int64      `json:"invalid"`      // negative IDs: they decode to nothing in any layout
+	FutureAfter       time.Time  `json:"future_after"`           // Now + tolerance: IDs dated after it are future
+	Rows              int64      `json:"rows"`                   // every row, NULL IDs included
+	Nulls             int64      `json:"nulls"`                  // rows whose ID is NULL: not an anomaly
+	Legacy            int64      `json:"legacy"`                 // rows below LegacyBelow: from before a conversion, not IDs
+	LegacyBelow       string     `json:"legacy_below,omitempty"` // Options.LegacyBelow, as a string (JSON numbers lose precision)
+	Invalid           int64      `json:"invalid"`                // negative IDs: they decode to nothing in any layout
 	Future            int64      `json:"future"`
 	MinTime           *time.Time `json:"min_time"` // of the valid IDs; nil when there are none
 	MaxTime           *time.Time `json:"max_time"`
@@ -324,10 +335,17 @@ func buildQuery(o Options, chunk bool) string {
 	timed := o.TimeColumn != ""
 
 	nowMs := "(" + nowMsSQL + ")"
-	where := ""
+	var conds []string
 	if chunk {
 		nowMs = "$2::pg_catalog.int8"
-		where = " WHERE r.ctid" + op(">=") + "$3::pg_catalog.tid AND r.ctid" + op("<") + "$4::pg_catalog.tid"
+		conds = append(conds, "r.ctid"+op(">=")+"$3::pg_catalog.tid AND r.ctid"+op("<")+"$4::pg_catalog.tid")
+	}
+	if o.LegacyBelow != 0 {
+		conds = append(conds, legacyOut(o, op))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = " WHERE " + strings.Join(conds, " AND ")
 	}
 	// The last ID dated at most now + tolerance: its offset from the epoch
 	// clamped to the layout's (an offset of -1 gives the ID -1: every ID is
@@ -406,6 +424,21 @@ func buildQuery(o Options, chunk bool) string {
 	return "WITH h AS MATERIALIZED (\n" + h + "\n),\nc AS (\n" + c + "\n)\n" + final("c.node", "0", "cn", "tn", "amax") + "\nGROUP BY c.node\nUNION ALL\n" + final("NULL::pg_catalog.int8", "1", "ca", "ta", "bmax")
 }
 
+// legacyOut is the condition that leaves the legacy values out.
+func legacyOut(o Options, op func(string) string) string {
+	c := "r." + pgident.Quote(o.Column)
+	return fmt.Sprintf("(%s IS NULL OR %s%s%d::pg_catalog.int8)", c, c, op(">="), o.LegacyBelow)
+}
+
+// countLegacy counts the legacy values of o's column (an index range scan
+// where the column has an index, as a key does).
+func countLegacy(ctx context.Context, tx *sql.Tx, o Options) (int64, error) {
+	var n int64
+	err := tx.QueryRowContext(ctx, fmt.Sprintf("SELECT pg_catalog.count(*) FROM %s.%s AS r WHERE r.%s OPERATOR(pg_catalog.<) %d::pg_catalog.int8",
+		pgident.Quote(o.Schema), pgident.Quote(o.Table), pgident.Quote(o.Column), o.LegacyBelow)).Scan(&n)
+	return n, err
+}
+
 // nowMsSQL reads the database's now() in Unix milliseconds. now() is the
 // transaction's start, so every statement of Run's transaction reads the
 // same value.
@@ -461,6 +494,13 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	}
 	if err != nil {
 		return nil, fmt.Errorf("audit %s.%s: %w", o.Schema, o.Table, err)
+	}
+	if o.LegacyBelow != 0 {
+		if r.Legacy, err = countLegacy(ctx, tx, o); err != nil {
+			return nil, fmt.Errorf("audit %s.%s: count the legacy values: %w", o.Schema, o.Table, err)
+		}
+		r.Rows += r.Legacy
+		r.LegacyBelow = strconv.FormatInt(o.LegacyBelow, 10)
 	}
 	return r, tx.Commit()
 }

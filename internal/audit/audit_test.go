@@ -300,7 +300,7 @@ func TestInjection(t *testing.T) {
 func TestQueryQualified(t *testing.T) {
 	for _, o := range []audit.Options{
 		{Table: "t", Layout: snowflake.Twitter},
-		{Schema: "My Schema", Table: `a"b`, Column: "c", TimeColumn: "ts", Layout: snowflake.Discord},
+		{Schema: "My Schema", Table: `a"b`, Column: "c", TimeColumn: "ts", Layout: snowflake.Discord, LegacyBelow: 1 << 40},
 	} {
 		schema := o.Schema
 		if schema == "" {
