@@ -977,11 +977,22 @@ BEGIN
             END IF;
             -- The guard is 0: from here on no session uses a value it
             -- takes, except at most one each that read the guard before;
-            -- so move the state only if the clock is more than that many
-            -- values past it now.
+            -- so setval() the state only if the clock is more than that
+            -- many values past it now. Release 5: within that many values
+            -- of the clock, take the values up to it with nextval(), which
+            -- (unlike setval()) cannot move the state back under a
+            -- nextval() in flight: at most backends of them, so that the
+            -- state reaches the clock all the same and no ID is dated more
+            -- than the lag limit back in layouts whose sequence field is
+            -- narrower than the backend bound (release 4 left the state up
+            -- to backends / 2^sequence bits ms behind).
             last := COALESCE(pg_catalog.pg_sequence_last_value(state_seq), 0);
             IF (last OPERATOR(pg_catalog.+) backends) OPERATOR(pg_catalog.<) ((now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1) THEN
                 discard := pg_catalog.setval(state_seq, (now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1);
+            ELSE
+                WHILE last OPERATOR(pg_catalog.<) ((now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1) LOOP
+                    last := pg_catalog.nextval(state_seq);
+                END LOOP;
             END IF; -- else it is at the clock or ahead of it: leave it be.
             discard := pg_catalog.setval(guard_seq, now_ms);
             RAISE EXCEPTION USING ERRCODE = 'SF001';
