@@ -90,8 +90,8 @@ func TestMigrationNative(t *testing.T) {
 		t.Fatalf("after goose up, snowflake_next_id() is %s, want the C one", lang)
 	}
 	var probin string
-	if err := db.QueryRow(`SELECT probin FROM pg_proc WHERE oid = 'public.snowflake_next_id()'::regprocedure`).Scan(&probin); err != nil || probin != lib {
-		t.Fatalf("snowflake_next_id()'s library: %q, %v; want %s", probin, err, lib)
+	if err := db.QueryRow(`SELECT probin FROM pg_proc WHERE oid = 'public.snowflake_next_id_c(integer)'::regprocedure`).Scan(&probin); err != nil || probin != lib {
+		t.Fatalf("snowflake_next_id_c(integer)'s library: %q, %v; want %s", probin, err, lib)
 	}
 	// No node was chosen: the C function refuses as the SQL one does.
 	if _, err := db.Exec(`SELECT public.snowflake_next_id()`); !isSQLState(err, "SF201") {

@@ -49,11 +49,18 @@ func serverReadableDir(t *testing.T) string {
 	return dir
 }
 
-// generatorLanguage returns the language of public.snowflake_next_id().
+// generatorLanguage returns the language public.snowflake_next_id()
+// makes IDs in: that of the function itself, or "c" when it is the
+// native generator's wrapper over its C function (native.ShapeWrapped),
+// "missing" when that C function is not there.
 func generatorLanguage(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	var lang string
-	if err := db.QueryRow(`SELECT l.lanname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+	if err := db.QueryRow(`SELECT CASE WHEN p.prosrc = 'SELECT "public".snowflake_next_id_c(0)' AND l.lanname = 'sql'
+			THEN COALESCE((SELECT c.lanname FROM pg_catalog.pg_proc q JOIN pg_catalog.pg_language c ON c.oid = q.prolang
+				WHERE q.oid = to_regprocedure('public.snowflake_next_id_c(integer)')), 'missing')
+			ELSE l.lanname END
+		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 		WHERE p.oid = 'public.snowflake_next_id()'::pg_catalog.regprocedure`).Scan(&lang); err != nil {
 		t.Fatal(err)
 	}

@@ -176,8 +176,9 @@ func Run(ctx context.Context, db *sql.DB, conn *pgx.Conn, o Options) (*Report, e
 // release line, for finish to carry out after it.
 type generatorPlan struct {
 	want    Choice
-	before  string // the native library the schema used before, if any
-	library string // with Native: the library built for the layout
+	before  string       // the native library the schema used before, if any
+	shape   native.Shape // what snowflake_next_id() was before
+	library string       // with Native: the library built for the layout
 }
 
 // prepareGenerator reads which generator schema o.SQL.Schema has and,
@@ -190,6 +191,18 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 		// An untrusted schema is the install's refusal, whichever
 		// generator was asked for: say so as its trust check does.
 		return nil, untrustedCheck(o.SQL.Schema, err)
+	}
+	g, err := native.InstalledGenerator(ctx, conn, o.SQL.Schema)
+	if err != nil {
+		return nil, err
+	}
+	p.shape = g.Shape
+	if p.want == Keep && g.Shape == native.ShapeMissing {
+		// Restored where the library was not loadable: every insert
+		// fails, and keeping that is no install.
+		return nil, &StepError{Kind: ErrNativeUnavailable, text: func(string) string {
+			return fmt.Sprintf("snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): install it on this server with --native --native-dir DIR, or switch to the SQL generator with --native=false; nothing was changed", o.SQL.Schema, o.SQL.Schema, native.CFunction)
+		}}
 	}
 	if p.want != Native {
 		return p, nil
@@ -248,6 +261,17 @@ func (p *generatorPlan) finish(ctx context.Context, conn *pgx.Conn, schema strin
 			}}
 		}
 		rep.Generator, rep.Library = NativeAgain, p.before
+	case p.want == Keep && p.shape == native.ShapeC && now != "":
+		// The C function itself as snowflake_next_id(), as installs
+		// before the wrapper made it: a dump of it does not restore the
+		// tables whose defaults call it where the library is missing.
+		// The same library, in the wrapper.
+		if err := native.Install(ctx, conn, schema, now); err != nil {
+			return &StepError{Kind: ErrGeneratorSwitch, Cause: err, text: func(cause string) string {
+				return fmt.Sprintf("the native generator in %s stays the C function itself; moving it behind snowflake_next_id() as sfgen now installs it failed: %s (install with --native to rebuild it, or --native=false to switch to SQL)", now, cause)
+			}}
+		}
+		rep.Generator, rep.Library = NativeAgain, now
 	}
 	return nil
 }

@@ -28,10 +28,13 @@ import (
 // owner; "" when there is no such function.
 func definition(t *testing.T, conn *pgx.Conn, schema, name string) string {
 	t.Helper()
+	if !strings.Contains(name, "(") {
+		name += "()"
+	}
 	var def string
 	err := conn.QueryRow(context.Background(), `SELECT l.lanname || ' ' || p.proowner::regrole::text || ' ' || coalesce(p.probin, '') || ' ' || p.prosrc || ' ' || coalesce(pg_get_function_sqlbody(p.oid), '')
 		FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = to_regprocedure($1)`,
-		fmt.Sprintf("%q.%s()", schema, name)).Scan(&def)
+		fmt.Sprintf("%q.%s", schema, name)).Scan(&def)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ""
 	}
@@ -165,10 +168,16 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, name := range []string{native.FunctionName, native.SideBySideName} {
+			for _, name := range []string{native.CFunction, native.SideBySideName} {
 				if def := definition(t, super, "ids", name); !strings.HasPrefix(def, "c "+owner+" "+so+" sfgen_next_id") {
-					t.Fatalf("after install, ids.%s() is %q; want the C function owned by %s", name, def, owner)
+					t.Fatalf("after install, ids.%s is %q; want the C function owned by %s", name, def, owner)
 				}
+			}
+			if def, want := definition(t, super, "ids", native.FunctionName), "sql "+owner+`  SELECT "ids".snowflake_next_id_c(0) `; def != want {
+				t.Fatalf("after install, ids.snowflake_next_id() is %q; want %q", def, want)
+			}
+			if def := definition(t, super, "ids", native.Missing); !strings.HasPrefix(def, "plpgsql "+owner+" ") {
+				t.Fatalf("after install, ids.%s is %q; want the PL/pgSQL one owned by %s", native.Missing, def, owner)
 			}
 			next(own, "native, by the column default")
 			next(super, "native, as the superuser")
@@ -178,8 +187,10 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 			if def := definition(t, super, "ids", native.FunctionName); def != sqlDef {
 				t.Fatalf("after uninstall, ids.snowflake_next_id() is\n%s\nwant the SQL one\n%s", def, sqlDef)
 			}
-			if def := definition(t, super, "ids", native.SideBySideName); def != "" {
-				t.Fatalf("after uninstall, ids.%s() is still there: %s", native.SideBySideName, def)
+			for _, name := range []string{native.SideBySideName, native.CFunction, native.Missing} {
+				if def := definition(t, super, "ids", name); def != "" {
+					t.Fatalf("after uninstall, ids.%s is still there: %s", name, def)
+				}
 			}
 			var user string
 			if err := uninstaller.conn.QueryRow(ctx, "SELECT current_user::text").Scan(&user); err != nil || (uninstaller.name == "superuser" && user == owner) {
