@@ -66,7 +66,7 @@ func newSQLData(schema, name, library string, in catalog.Installed) sqlData {
 		Name:          name,
 		Library:       pgident.QuoteLiteral(library),
 		NextState:     pgident.QuoteLiteral(q + ".snowflake_next_state()"),
-		WrapperBody: pgident.QuoteLiteral(wrapperBody(q)),
+		WrapperBody:   pgident.QuoteLiteral(wrapperBody(q)),
 		CComment: pgident.QuoteLiteral(fmt.Sprintf("sfgen's native generator in %s, built for layout %s, which snowflake_next_id() calls; not for direct use. %s",
 			library, l.String(), catalog.ReleaseMarker(in.Release))),
 		MissingComment: pgident.QuoteLiteral(fmt.Sprintf("What snowflake_next_id() calls when the C function %s.%s is missing (a restore where its library was not loadable): SQLSTATE SF303 naming the commands that fix it. %s",
