@@ -1,10 +1,34 @@
 package main
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"path/filepath"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/native"
 )
+
+// nativeCheck says, on stderr, when schema's snowflake_next_id() is the
+// native generator and this server cannot run it (native.Check: its C
+// function missing, or its library not loadable here), with the commands
+// that fix it, and then reports false. A failure to look is left to the
+// command's own statements, which meet it too.
+func (c *cli) nativeCheck(ctx context.Context, dsn, schema string) bool {
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return true
+	}
+	defer conn.Close(context.Background())
+	if _, err := native.Check(ctx, conn, schema); errors.Is(err, native.ErrCannotRun) {
+		fmt.Fprintf(c.stderr, "sfgen %s: %v\n", c.name, err)
+		return false
+	}
+	return true
+}
 
 // generatorFlags reads --native (unset: keep; =false: the SQL
 // generator) and checks --native-dir against it; dirHelp says, in the

@@ -86,6 +86,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.connectError(err)
 	}
 	defer pool.Close()
+	if !c.nativeCheck(ctx, dsn, *schema) {
+		return exitFail
+	}
 	var server string
 	pool.QueryRow(ctx, "SHOW server_version").Scan(&server)
 	if !lf.set {

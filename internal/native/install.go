@@ -304,6 +304,40 @@ func InstalledGenerator(ctx context.Context, q interface {
 	return g, nil
 }
 
+// ErrCannotRun: snowflake_next_id() is the native generator, and this
+// server cannot run it: its C function is missing (a restore where the
+// library was not loadable) or the server cannot load its library (a
+// standby or a new server without it). Check's errors wrap it.
+var ErrCannotRun = errors.New("the native generator cannot run on this server")
+
+// Check returns schema's generator, and an error wrapping ErrCannotRun,
+// saying which library and which commands fix it, when it is the native
+// one and this server cannot run it. It makes no ID: it has the server
+// set up a statement that would call it, which loads the library.
+func Check(ctx context.Context, conn *pgx.Conn, schema string) (Generator, error) {
+	g, err := InstalledGenerator(ctx, conn, schema)
+	if err != nil || !g.Native() {
+		return g, err
+	}
+	fix := fmt.Sprintf("as a superuser on this server, run 'sfgen install --schema %s --native --native-dir DIR' (builds the library here and installs it), or 'sfgen install --schema %s --native=false' for the SQL generator on the same state (docs/native.md)", schema, schema)
+	if g.Shape == ShapeMissing {
+		return g, fmt.Errorf("%w: snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): %s",
+			ErrCannotRun, schema, schema, CFunction, fix)
+	}
+	probe, err := renderSQL("probe", sqlData{Schema: pgident.Quote(schema)})
+	if err != nil {
+		return g, err
+	}
+	var pe *pgconn.PgError
+	if _, err := conn.Exec(ctx, probe); errors.As(err, &pe) {
+		return g, fmt.Errorf("%w: snowflake_next_id() of schema %s is the native generator, and this server cannot load the native generator's library %s: %s; %s",
+			ErrCannotRun, schema, g.Library, pe.Message, fix)
+	} else if err != nil {
+		return g, fmt.Errorf("native: check snowflake_next_id() of schema %s: %w", schema, err)
+	}
+	return g, nil
+}
+
 // InstalledLibrary returns the path of the library schema's snowflake_next_id()
 // is made by when it is the native generator, and "" when it is not (the
 // SQL one, or none, or the native one without its C function). It also
