@@ -42,9 +42,11 @@ func (c *cli) generatorFlags(native bool, dir, dirHelp string) (want install.Cho
 		}
 	}
 	switch {
-	case want == install.Native && dir == "":
+	case want == install.Native && dir == "" && c.name != "install":
+		// install --native alone uses the library the server finds by
+		// its portable name ('sfgen build-native' puts it there).
 		return want, c.usageError("--native needs --native-dir DIR: %s", dirHelp), false
-	case want == install.Native && !filepath.IsAbs(dir):
+	case want == install.Native && dir != "" && !filepath.IsAbs(dir):
 		return want, c.usageError("--native-dir %q is not absolute: the database server loads the library by its full path", dir), false
 	case want != install.Native && dir != "":
 		return want, c.usageError("--native-dir goes with --native"), false

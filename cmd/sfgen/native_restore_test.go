@@ -388,3 +388,65 @@ func startStandby(t *testing.T, src *pgcluster.Cluster) string {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestNativePortableName: on servers whose dynamic_library_path names a
+// directory where 'sfgen build-native --native-dir' put the library
+// (as $libdir is where plain 'sfgen build-native' puts it), the C
+// function names the library by its portable name; a dump then restores
+// on another such server with no error at all, and inserts there make
+// native IDs at once. 'sfgen install --native' without --native-dir uses
+// that library, and where the server finds none it says so and changes
+// nothing.
+func TestNativePortableName(t *testing.T) {
+	nativeHere(t)
+	srcDir, dstDir := serverReadableDir(t), serverReadableDir(t)
+	src, _, ids := nativeSource(t, pgcluster.WithSetting("dynamic_library_path", "$libdir:"+srcDir))
+	portable := native.PortableName(snowflake.Twitter)
+	// nativeSource built under a directory not in the path: the C
+	// function names that file. Under srcDir, in the path: the portable
+	// name.
+	code, out, errOut := sfgen(t, "install", "--dsn", src.DSN(), "--native", "--native-dir", srcDir)
+	if code != 0 || !strings.Contains(out, "snowflake_next_id() is the native generator ("+portable+")") {
+		t.Fatalf("install --native --native-dir DIR in dynamic_library_path = %d, %q, %q", code, out, errOut)
+	}
+	if lib := mustLibrary(t, openTestDB(t, src.DSN())); lib != portable {
+		t.Fatalf("the C function's library is %q; want %q", lib, portable)
+	}
+	dump := filepath.Join(t.TempDir(), "dump")
+	runTool(t, src.BinDir(), "pg_dump", "--format", "plain", "-f", dump, "-d", src.DSN())
+
+	dst := pgtest.Server(t, pgcluster.WithSetting("dynamic_library_path", "$libdir:"+dstDir))
+	// No library there yet: install --native says where it looked.
+	dstDB := openTestDB(t, dst.DSN())
+	if code, out, errOut := sfgen(t, "install", "--dsn", dst.DSN(), "--native"); code != 1 ||
+		!strings.Contains(errOut, "the database server finds no "+portable+" along its dynamic_library_path") {
+		t.Errorf("install --native where the server has no library = %d, %q, %q", code, out, errOut)
+	}
+	var n int
+	if err := dstDB.QueryRow("SELECT count(*) FROM pg_proc WHERE proname LIKE 'snowflake%'").Scan(&n); err != nil || n != 0 {
+		t.Errorf("after the refused install: %d sfgen functions (%v); want none", n, err)
+	}
+	if code, out, errOut := sfgen(t, "build-native", "--native-dir", dstDir); code != 0 {
+		t.Fatalf("build-native on the second server = %d, %q, %q", code, out, errOut)
+	}
+	out = runTool(t, dst.BinDir(), "psql", "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dst.DSN(), "-f", dump)
+	if strings.Contains(out, "ERROR") {
+		t.Errorf("the restore reported errors:\n%s", out)
+	}
+	sameIDs(t, "restored", tableIDs(t, dstDB), ids)
+	nativeInsert(t, dst.DSN(), ids)
+	if code, out, errOut := sfgen(t, "node", "--dsn", dst.DSN()); code != 0 {
+		t.Errorf("sfgen node on the restored database = %d, %q, %q", code, out, errOut)
+	}
+
+	// And install --native alone, on a fresh database of that server.
+	mustExecDB(t, dstDB, "CREATE DATABASE fresh")
+	fresh := strings.Replace(dst.DSN(), "/postgres?", "/fresh?", 1)
+	if code, out, errOut := sfgen(t, "install", "--dsn", fresh, "--native", "--datacenter", "7", "--machine", "9"); code != 0 ||
+		!strings.Contains(out, "snowflake_next_id() is the native generator ("+portable+")") {
+		t.Fatalf("install --native with the library in dynamic_library_path = %d, %q, %q", code, out, errOut)
+	}
+	if lib := mustLibrary(t, openTestDB(t, fresh)); lib != portable {
+		t.Errorf("the C function's library is %q; want %q", lib, portable)
+	}
+}

@@ -1,12 +1,12 @@
 package install
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
@@ -127,8 +127,7 @@ func (e *StepError) Unwrap() []error {
 // dir: a directory per layout, since the layout is compiled in and the
 // server keeps a loaded library by its path.
 func NativeDir(dir, spec string) string {
-	sum := sha256.Sum256([]byte(spec))
-	return filepath.Join(dir, "sfgen-"+hex.EncodeToString(sum[:6]))
+	return filepath.Join(dir, "sfgen-"+native.LayoutHash(spec))
 }
 
 // BuildFailure says why native.Build failed: the machine lacks what it
@@ -214,6 +213,18 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 	} else if err != nil {
 		return nil, err
 	}
+	if o.NativeDir == "" {
+		// The library the server finds by its portable name, which
+		// 'sfgen build-native' put in its $libdir or in a directory of its
+		// dynamic_library_path.
+		p.library = native.PortableName(o.SQL.Layout)
+		if err := native.Load(ctx, conn, p.library); err != nil {
+			return nil, &StepError{Kind: ErrNativeUnavailable, Cause: err, text: func(cause string) string {
+				return fmt.Sprintf("the native generator is not available: the database server finds no %s along its dynamic_library_path: %s (run 'sfgen build-native' on the server's machine, which puts it in the server's $libdir, or 'sfgen build-native --native-dir DIR' with DIR in its dynamic_library_path; or install with --native-dir DIR); nothing was changed", p.library, cause)
+			}}
+		}
+		return p, nil
+	}
 	if p.library, err = native.Build(ctx, NativeDir(o.NativeDir, o.SQL.Layout.String()), o.SQL.Layout); err != nil {
 		// The build's output as it is: it has no password, and its lines
 		// are the compiler's.
@@ -227,7 +238,23 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 			return fmt.Sprintf("the native generator is not available: the database server cannot load %s: %s (is --native-dir on the server's machine, readable by its OS user?); nothing was changed", p.library, cause)
 		}}
 	}
+	// A copy under its portable name beside it, for a dynamic_library_path
+	// that names DIR; and where the server finds that name at this very
+	// build (DIR is in its path), the function names the library by it,
+	// so that a dump restores with the library wherever it is installed.
+	if port, err := native.PortableLibrary(p.library, o.NativeDir, o.SQL.Layout); err == nil {
+		if found, err := native.ServerFinds(ctx, conn, native.PortableName(o.SQL.Layout)); err == nil && found != "" && sameContent(found, port) {
+			p.library = native.PortableName(o.SQL.Layout)
+		}
+	}
 	return p, nil
+}
+
+// sameContent reports whether files a and b hold the same bytes.
+func sameContent(a, b string) bool {
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 // finish gives the schema, now at the latest release, the generator the

@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/template"
 
 	"github.com/jackc/pgx/v5"
@@ -103,8 +105,8 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 	if err := pgident.ValidateSchema(schema); err != nil {
 		return err
 	}
-	if !filepath.IsAbs(soPath) {
-		return fmt.Errorf("native: library path %q is not absolute: the server resolves it, not this process", soPath)
+	if !filepath.IsAbs(soPath) && !IsPortableName(soPath) {
+		return fmt.Errorf("native: library path %q is neither absolute nor a portable name (sfgen_native_<layout hash>): the server resolves it, not this process", soPath)
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -216,6 +218,38 @@ func checkInstalled(ctx context.Context, tx pgx.Tx, schema string) (catalog.Inst
 	return in, nil
 }
 
+// ServerFinds returns the file the server behind conn finds for a library
+// name without a directory (a PortableName), as PostgreSQL looks it up:
+// along its dynamic_library_path, with $libdir its own library
+// directory, the name and then the name with ".so"; "" when it finds
+// none. It looks in this machine's file system, which must be the
+// server's (as for Build). It needs a superuser (pg_config).
+func ServerFinds(ctx context.Context, conn *pgx.Conn, name string) (string, error) {
+	q, err := renderSQL("library_path", sqlData{})
+	if err != nil {
+		return "", err
+	}
+	var path, libdir string
+	if err := conn.QueryRow(ctx, q).Scan(&path, &libdir); err != nil {
+		return "", fmt.Errorf("native: read the server's dynamic_library_path: %w", err)
+	}
+	for _, n := range []string{name, name + ".so"} {
+		for _, dir := range filepath.SplitList(path) {
+			if rest, ok := strings.CutPrefix(dir, "$libdir"); ok {
+				dir = libdir + rest
+			}
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue
+			}
+			f := filepath.Join(dir, n)
+			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+				return f, nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // Load asks the server behind conn to load the library at path, as
 // Install will: it fails, with the server's error, where the server cannot
 // (the file is not on its machine, not readable by its OS user, or built
@@ -320,6 +354,9 @@ func Check(ctx context.Context, conn *pgx.Conn, schema string) (Generator, error
 		return g, err
 	}
 	fix := fmt.Sprintf("as a superuser on this server, run 'sfgen install --schema %s --native --native-dir DIR' (builds the library here and installs it), or 'sfgen install --schema %s --native=false' for the SQL generator on the same state (docs/native.md)", schema, schema)
+	if IsPortableName(g.Library) {
+		fix = fmt.Sprintf("run 'sfgen build-native' on this server's machine (it puts %s.so in the server's $libdir; or 'sfgen build-native --native-dir DIR' with DIR in its dynamic_library_path), or, as a superuser, 'sfgen install --schema %s --native --native-dir DIR', or 'sfgen install --schema %s --native=false' for the SQL generator on the same state (docs/native.md)", g.Library, schema, schema)
+	}
 	if g.Shape == ShapeMissing {
 		return g, fmt.Errorf("%w: snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): %s",
 			ErrCannotRun, schema, schema, CFunction, fix)
