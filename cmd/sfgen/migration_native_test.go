@@ -116,6 +116,10 @@ func TestMigrationNative(t *testing.T) {
 	if lang := generatorLanguage(t, db); lang != "sql" {
 		t.Fatalf("after goose down of the native switch, snowflake_next_id() is %s, want the SQL one", lang)
 	}
+	var left int
+	if err := db.QueryRow(`SELECT count(*) FROM pg_proc WHERE proname = 'snowflake_next_id_c'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("after goose down of the native switch, %d snowflake_next_id_c() functions (%v); want none", left, err)
+	}
 	var next int64
 	if err := db.QueryRow(`SELECT public.snowflake_next_id()`).Scan(&next); err != nil || next <= id {
 		t.Fatalf("the SQL generator after goose down: %d, %v; want a node-kept ID above %d", next, err, id)
