@@ -22,6 +22,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // restoreRows is how many rows the table of the restore tests holds.
@@ -448,5 +449,39 @@ func TestNativePortableName(t *testing.T) {
 	}
 	if lib := mustLibrary(t, openTestDB(t, fresh)); lib != portable {
 		t.Errorf("the C function's library is %q; want %q", lib, portable)
+	}
+}
+
+// TestNativeOldShapeAcrossUpgrade: a schema at release 2 or 3 whose
+// snowflake_next_id() is the C function itself (as sfgen installed the
+// native generator before the wrapper) is upgraded by sfgen install and
+// ends with the wrapper over the same library, the old C function gone.
+func TestNativeOldShapeAcrossUpgrade(t *testing.T) {
+	nativeHere(t)
+	lib, err := native.Build(context.Background(), serverReadableDir(t), snowflake.Twitter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, release := range []int{2, 3} {
+		t.Run(fmt.Sprintf("release %d", release), func(t *testing.T) {
+			dsn := pgtest.DSN(t)
+			db := openTestDB(t, dsn)
+			for _, f := range files[:release] {
+				mustExecDB(t, db, f.Up())
+			}
+			mustExecDB(t, db, "CREATE OR REPLACE FUNCTION public.snowflake_next_id() RETURNS bigint LANGUAGE c VOLATILE PARALLEL UNSAFE AS '"+lib+"', 'sfgen_next_id'")
+			code, out, errOut := sfgen(t, "install", "--dsn", dsn)
+			if code != 0 || !strings.Contains(out, "schema public is at sfgen release 4") ||
+				!strings.Contains(out, "snowflake_next_id() is the native generator again ("+lib+")") {
+				t.Fatalf("install over release %d with the old shape = %d, %q, %q", release, code, out, errOut)
+			}
+			if lang := generatorLanguage(t, db); lang != "c" || mustLibrary(t, db) != lib {
+				t.Fatalf("after the upgrade: %s, %s; want the wrapper over %s", lang, mustLibrary(t, db), lib)
+			}
+		})
 	}
 }
