@@ -205,6 +205,12 @@ func TestNativeDumpRestoresWithoutTheLibrary(t *testing.T) {
 				!strings.Contains(pe.Hint, "sfgen install --schema public --native=false") {
 				t.Fatalf("insert without the library: %v (hint %q); want SF303 naming the fixes", err, hint(err))
 			}
+			for _, cmd := range []string{"verify", "node"} {
+				if code, out, errOut := sfgen(t, cmd, "--dsn", dst.DSN()); code != 1 || !strings.Contains(errOut, "its C function public."+native.CFunction+" is missing") ||
+					!strings.Contains(errOut, "sfgen install --schema public --native --native-dir DIR") {
+					t.Errorf("sfgen %s on the restored database = %d, %q, %q; want the missing C function and the fix", cmd, code, out, errOut)
+				}
+			}
 			// Nothing keeps it broken: install without --native says so.
 			if code, out, errOut := sfgen(t, "install", "--dsn", dst.DSN()); code != 1 || !strings.Contains(errOut, "its C function public."+native.CFunction+" is missing") {
 				t.Errorf("install without --native on the restored database = %d, %q, %q", code, out, errOut)
