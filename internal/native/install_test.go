@@ -449,3 +449,40 @@ func TestInstallWhileInserting(t *testing.T) {
 		t.Fatalf("%d repeated IDs", n)
 	}
 }
+
+// TestNativeWrapperInlined: the planner inlines the wrapper
+// snowflake_next_id(), whatever the caller's search_path, so that a
+// column default calls the C function directly, at its cost alone (a
+// wrapper called through fmgr_sql would cost several times the C call):
+// EXPLAIN VERBOSE of an INSERT with the default, and of a statement of
+// many calls, shows snowflake_next_id_c(0) and not snowflake_next_id().
+func TestNativeWrapperInlined(t *testing.T) {
+	so := library(t, tw)
+	conn := connect(t, pgtest.DSN(t))
+	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}, so, false)
+	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), c int)")
+	for _, path := range []string{"public", "pg_catalog", "pg_temp, public"} {
+		mustExec(t, conn, "SET search_path = "+path)
+		for _, q := range []string{"INSERT INTO public.t (c) VALUES (1)", "SELECT count(public.snowflake_next_id()) FROM generate_series(1, 1000000)"} {
+			rows, err := conn.Query(context.Background(), "EXPLAIN VERBOSE "+q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var plan []string
+			for rows.Next() {
+				var line string
+				if err := rows.Scan(&line); err != nil {
+					t.Fatal(err)
+				}
+				plan = append(plan, line)
+			}
+			if err := rows.Err(); err != nil {
+				t.Fatal(err)
+			}
+			text := strings.Join(plan, "\n")
+			if !strings.Contains(text, "snowflake_next_id_c(0)") || strings.Contains(text, "snowflake_next_id()") {
+				t.Errorf("search_path %s: EXPLAIN VERBOSE %s:\n%s\nwant snowflake_next_id_c(0) inlined", path, q, text)
+			}
+		}
+	}
+}
