@@ -42,20 +42,10 @@ func nativeSource(t *testing.T, opts ...pgcluster.Option) (*pgcluster.Cluster, s
 	if code != 0 || !strings.Contains(out, "snowflake_next_id() is the native generator") {
 		t.Fatalf("install --native = %d, %q, %q", code, out, errOut)
 	}
-	db := openTestDB(t, src.DSN())
+	db := testDB(t, src.DSN())
 	mustExecDB(t, db, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), c int)")
 	mustExecDB(t, db, fmt.Sprintf("INSERT INTO t (c) SELECT g FROM generate_series(1, %d) AS g", restoreRows))
 	return src, dir, tableIDs(t, db)
-}
-
-func openTestDB(t *testing.T, dsn string) *sql.DB {
-	t.Helper()
-	db, err := sql.Open("pgx", dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
-	return db
 }
 
 func mustExecDB(t *testing.T, db *sql.DB, q string) {
@@ -68,21 +58,17 @@ func mustExecDB(t *testing.T, db *sql.DB, q string) {
 // tableIDs returns the ids of table t, in order of c.
 func tableIDs(t *testing.T, db *sql.DB) []int64 {
 	t.Helper()
-	rows, err := db.Query("SELECT id FROM t ORDER BY c")
-	if err != nil {
+	var list string
+	if err := db.QueryRow("SELECT COALESCE(string_agg(id::text, ',' ORDER BY c), '') FROM t").Scan(&list); err != nil {
 		t.Fatalf("read table t: %v", err)
 	}
-	defer rows.Close()
 	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
+	for _, f := range strings.FieldsFunc(list, func(r rune) bool { return r == ',' }) {
+		id, err := strconv.ParseInt(f, 10, 64)
+		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
 	}
 	return ids
 }
@@ -115,7 +101,7 @@ func runTool(t *testing.T, bin, name string, args ...string) string {
 // track_functions = all), carries node 7/9 and is above every id before.
 func nativeInsert(t *testing.T, dsn string, after []int64) {
 	t.Helper()
-	db := openTestDB(t, dsn)
+	db := testDB(t, dsn)
 	db.SetMaxOpenConns(1)
 	tx, err := db.Begin()
 	if err != nil {
@@ -194,7 +180,7 @@ func TestNativeDumpRestoresWithoutTheLibrary(t *testing.T) {
 			if !strings.Contains(out, libDir) {
 				t.Errorf("the restore did not report the missing library %s:\n%s", libDir, out)
 			}
-			db := openTestDB(t, dst.DSN())
+			db := testDB(t, dst.DSN())
 			sameIDs(t, "restored", tableIDs(t, db), ids)
 
 			_, err := db.Exec("INSERT INTO t (c) VALUES (0)")
@@ -240,7 +226,7 @@ func hint(err error) string {
 // (same library); a dump of it then restores without the library.
 func TestNativeOldShapeMovedByInstall(t *testing.T) {
 	src, libDir, ids := nativeSource(t)
-	db := openTestDB(t, src.DSN())
+	db := testDB(t, src.DSN())
 	lib := mustLibrary(t, db)
 	if !strings.HasPrefix(lib, libDir+"/") {
 		t.Fatalf("library %s not under %s", lib, libDir)
@@ -270,7 +256,7 @@ func TestNativeOldShapeMovedByInstall(t *testing.T) {
 	}
 	dst := pgtest.Server(t)
 	exec.Command(filepath.Join(dst.BinDir(), "pg_restore"), "-d", dst.DSN(), dump).Run()
-	sameIDs(t, "restored", tableIDs(t, openTestDB(t, dst.DSN())), ids)
+	sameIDs(t, "restored", tableIDs(t, testDB(t, dst.DSN())), ids)
 }
 
 // mustLibrary is the library of public.snowflake_next_id_c(integer).
@@ -291,7 +277,7 @@ func mustLibrary(t *testing.T, db *sql.DB) string {
 func TestNativeStandbyPromotedWithoutTheLibrary(t *testing.T) {
 	src, libDir, ids := nativeSource(t)
 	sb := startStandby(t, src)
-	db := openTestDB(t, sb)
+	db := testDB(t, sb)
 	// Caught up: its rows are the primary's.
 	deadline := time.Now().Add(time.Minute)
 	for {
@@ -416,7 +402,7 @@ func TestNativePortableName(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "snowflake_next_id() is the native generator ("+portable+")") {
 		t.Fatalf("install --native --native-dir DIR in dynamic_library_path = %d, %q, %q", code, out, errOut)
 	}
-	if lib := mustLibrary(t, openTestDB(t, src.DSN())); lib != portable {
+	if lib := mustLibrary(t, testDB(t, src.DSN())); lib != portable {
 		t.Fatalf("the C function's library is %q; want %q", lib, portable)
 	}
 	dump := filepath.Join(t.TempDir(), "dump")
@@ -424,7 +410,7 @@ func TestNativePortableName(t *testing.T) {
 
 	dst := pgtest.Server(t, pgcluster.WithSetting("dynamic_library_path", "$libdir:"+dstDir))
 	// No library there yet: install --native says where it looked.
-	dstDB := openTestDB(t, dst.DSN())
+	dstDB := testDB(t, dst.DSN())
 	if code, out, errOut := sfgen(t, "install", "--dsn", dst.DSN(), "--native"); code != 1 ||
 		!strings.Contains(errOut, "the database server finds no "+portable+" along its dynamic_library_path") {
 		t.Errorf("install --native where the server has no library = %d, %q, %q", code, out, errOut)
@@ -453,7 +439,7 @@ func TestNativePortableName(t *testing.T) {
 		!strings.Contains(out, "snowflake_next_id() is the native generator ("+portable+")") {
 		t.Fatalf("install --native with the library in dynamic_library_path = %d, %q, %q", code, out, errOut)
 	}
-	if lib := mustLibrary(t, openTestDB(t, fresh)); lib != portable {
+	if lib := mustLibrary(t, testDB(t, fresh)); lib != portable {
 		t.Errorf("the C function's library is %q; want %q", lib, portable)
 	}
 }
@@ -475,7 +461,7 @@ func TestNativeOldShapeAcrossUpgrade(t *testing.T) {
 	for _, release := range []int{2, 3} {
 		t.Run(fmt.Sprintf("release %d", release), func(t *testing.T) {
 			dsn := pgtest.DSN(t)
-			db := openTestDB(t, dsn)
+			db := testDB(t, dsn)
 			for _, f := range files[:release] {
 				mustExecDB(t, db, f.Up())
 			}

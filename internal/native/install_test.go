@@ -464,19 +464,9 @@ func TestNativeWrapperInlined(t *testing.T) {
 	for _, path := range []string{"public", "pg_catalog", "pg_temp, public"} {
 		mustExec(t, conn, "SET search_path = "+path)
 		for _, q := range []string{"INSERT INTO public.t (c) VALUES (1)", "SELECT count(public.snowflake_next_id()) FROM generate_series(1, 1000000)"} {
-			rows, err := conn.Query(context.Background(), "EXPLAIN VERBOSE "+q)
+			rows, _ := conn.Query(context.Background(), "EXPLAIN VERBOSE "+q)
+			plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
 			if err != nil {
-				t.Fatal(err)
-			}
-			var plan []string
-			for rows.Next() {
-				var line string
-				if err := rows.Scan(&line); err != nil {
-					t.Fatal(err)
-				}
-				plan = append(plan, line)
-			}
-			if err := rows.Err(); err != nil {
 				t.Fatal(err)
 			}
 			text := strings.Join(plan, "\n")

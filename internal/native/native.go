@@ -192,16 +192,9 @@ func FindPGConfig() (string, error) {
 // ErrNoPGConfig, ErrNoHeaders, ErrNoToolchain or ErrBuild (with make's
 // output).
 func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOption) (string, error) {
-	var c buildConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.pgConfig == "" {
-		p, err := FindPGConfig()
-		if err != nil {
-			return "", err
-		}
-		c.pgConfig = p
+	c, err := resolveConfig(opts)
+	if err != nil {
+		return "", err
 	}
 	out, err := exec.CommandContext(ctx, c.pgConfig, "--includedir-server", "--cc", "--version").Output()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -260,6 +253,23 @@ func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOpt
 	return so, nil
 }
 
+// resolveConfig applies opts, with FindPGConfig's pg_config when none
+// is given.
+func resolveConfig(opts []BuildOption) (buildConfig, error) {
+	var c buildConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.pgConfig == "" {
+		p, err := FindPGConfig()
+		if err != nil {
+			return c, err
+		}
+		c.pgConfig = p
+	}
+	return c, nil
+}
+
 // firstOr is s[0], or def when s is empty.
 func firstOr(s []string, def string) string {
 	if len(s) == 0 {
@@ -310,16 +320,9 @@ var ErrLibDir = errors.New("cannot write into the server's library directory")
 // PkgLibDir returns $libdir of the server pg_config (FindPGConfig's, or
 // WithPGConfig's) belongs to: pg_config --pkglibdir.
 func PkgLibDir(ctx context.Context, opts ...BuildOption) (string, error) {
-	var c buildConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.pgConfig == "" {
-		p, err := FindPGConfig()
-		if err != nil {
-			return "", err
-		}
-		c.pgConfig = p
+	c, err := resolveConfig(opts)
+	if err != nil {
+		return "", err
 	}
 	out, err := exec.CommandContext(ctx, c.pgConfig, "--pkglibdir").Output()
 	dir := strings.TrimSpace(string(out))
