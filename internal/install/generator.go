@@ -200,7 +200,7 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 		// Restored where the library was not loadable: every insert
 		// fails, and keeping that is no install.
 		return nil, &StepError{Kind: ErrNativeUnavailable, text: func(string) string {
-			return fmt.Sprintf("snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): install it on this server with --native --native-dir DIR, or switch to the SQL generator with --native=false; nothing was changed", o.SQL.Schema, o.SQL.Schema, native.CFunction)
+			return fmt.Sprintf("snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): install it on this server with --native (the library 'sfgen build-native' put in the server's $libdir) or --native --native-dir DIR (built there), or switch to the SQL generator with --native=false; nothing was changed", o.SQL.Schema, o.SQL.Schema, native.CFunction)
 		}}
 	}
 	if p.want != Native {
