@@ -157,15 +157,16 @@ func TestInstallNativeAcrossUpgrade(t *testing.T) {
 	}
 }
 
-// TestInstallNativeRefusals: --native needs an absolute --native-dir
-// (exit 2); a role that is not a superuser is told the native generator
-// is not available to it (exit 1), and nothing is installed.
+// TestInstallNativeRefusals: --native-dir must be absolute and go with
+// --native (exit 2; --native alone uses the library by its portable
+// name, TestNativePortableName); a role that is not a superuser is told
+// the native generator is not available to it (exit 1), and nothing is
+// installed.
 func TestInstallNativeRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--native"}, "--native needs --native-dir DIR"},
 		{[]string{"--native", "--native-dir", "lib"}, `--native-dir "lib" is not absolute`},
 		{[]string{"--native-dir", "/tmp/x"}, "--native-dir goes with --native"},
 		{[]string{"--native=false", "--native-dir", "/tmp/x"}, "--native-dir goes with --native"},
