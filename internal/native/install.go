@@ -106,7 +106,7 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 		return err
 	}
 	if !filepath.IsAbs(soPath) && !IsPortableName(soPath) {
-		return fmt.Errorf("native: library path %q is neither absolute nor a portable name (sfgen_native_<layout hash>): the server resolves it, not this process", soPath)
+		return fmt.Errorf("native: library path %q is not absolute, nor a portable name (sfgen_native_<layout hash>): the server resolves it, not this process", soPath)
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
