@@ -12,7 +12,7 @@ import (
 
 const installHelp = `
 sfgen install [--dsn URL] [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
-              [--native --native-dir DIR | --native=false]
+              [--native [--native-dir DIR] | --native=false]
 
 Applies sfgen's release line of goose migrations to a database, over pgx,
 and prints what it applied: a new schema gets every release in turn, one
@@ -47,12 +47,16 @@ installed them) to upgrade.
 The native generator (--native): where the server loads C extensions,
 snowflake_next_id() can be C code on the SQL generator's state, with
 every guarantee of it and about bigserial's cost (docs/native.md). --native
+uses the library the server finds by its portable name,
+sfgen_native_<layout hash>, along its dynamic_library_path ('sfgen
+build-native' puts it in the server's $libdir); --native --native-dir DIR
 builds it (PGXS: pg_config, the server's headers, make and a C compiler,
 on the database server's machine) into DIR/sfgen-<layout hash>/ (DIR absolute,
-kept: the database loads the library from there) and switches the
-schema's snowflake_next_id() to it, keeping its OID, so column defaults
-follow; it needs a superuser. When it is not available it says why and
-the SQL generator stays. --native=false switches back to the SQL
+kept: the database loads the library from there, or by the portable name
+when DIR is in its dynamic_library_path). Either switches the schema's
+snowflake_next_id() to it, keeping its OID, so column defaults follow; it
+needs a superuser. When it is not available it says why and the SQL
+generator stays. --native=false switches back to the SQL
 generator. Without the flag, install keeps the generator the schema has:
 an upgrade that replaces snowflake_next_id() re-installs the native one
 from the library it used.
@@ -60,6 +64,7 @@ from the library it used.
 Examples:
   sfgen install --dsn postgres://app@localhost:5432/app --datacenter 0 --machine 1
   sfgen install --dsn postgres://postgres@localhost/app --native --native-dir /usr/local/lib/sfgen
+  sfgen install --dsn postgres://postgres@localhost/app --native
   sfgen install --dsn postgres://postgres@localhost/app --native=false
   DATABASE_URL=postgres://app@localhost/app sfgen install --schema ids --datacenter 1
   sfgen install --dsn postgres://app@localhost/app --schema discord --layout discord

@@ -90,8 +90,8 @@ func TestMigrationNative(t *testing.T) {
 		t.Fatalf("after goose up, snowflake_next_id() is %s, want the C one", lang)
 	}
 	var probin string
-	if err := db.QueryRow(`SELECT probin FROM pg_proc WHERE oid = 'public.snowflake_next_id()'::regprocedure`).Scan(&probin); err != nil || probin != lib {
-		t.Fatalf("snowflake_next_id()'s library: %q, %v; want %s", probin, err, lib)
+	if err := db.QueryRow(`SELECT probin FROM pg_proc WHERE oid = 'public.snowflake_next_id_c(integer)'::regprocedure`).Scan(&probin); err != nil || probin != lib {
+		t.Fatalf("snowflake_next_id_c(integer)'s library: %q, %v; want %s", probin, err, lib)
 	}
 	// No node was chosen: the C function refuses as the SQL one does.
 	if _, err := db.Exec(`SELECT public.snowflake_next_id()`); !isSQLState(err, "SF201") {
@@ -115,6 +115,10 @@ func TestMigrationNative(t *testing.T) {
 	}
 	if lang := generatorLanguage(t, db); lang != "sql" {
 		t.Fatalf("after goose down of the native switch, snowflake_next_id() is %s, want the SQL one", lang)
+	}
+	var left int
+	if err := db.QueryRow(`SELECT count(*) FROM pg_proc WHERE proname = 'snowflake_next_id_c'`).Scan(&left); err != nil || left != 0 {
+		t.Fatalf("after goose down of the native switch, %d snowflake_next_id_c() functions (%v); want none", left, err)
 	}
 	var next int64
 	if err := db.QueryRow(`SELECT public.snowflake_next_id()`).Scan(&next); err != nil || next <= id {
@@ -434,7 +438,7 @@ func TestMigrationNativeOwner(t *testing.T) {
 // --json, with the layout), refuses a relative or missing --native-dir
 // (exit 2), and says when it cannot build here (exit 1).
 func TestBuildNative(t *testing.T) {
-	for _, args := range [][]string{{}, {"--native-dir", "rel/dir"}} {
+	for _, args := range [][]string{{"--native-dir", "rel/dir"}} {
 		if code, out, errOut := sfgen(t, append([]string{"build-native"}, args...)...); code != 2 || out != "" || !strings.Contains(errOut, "--native-dir") {
 			t.Errorf("build-native %v = %d, %q, %q; want exit 2 naming --native-dir", args, code, out, errOut)
 		}
@@ -454,4 +458,34 @@ func TestBuildNative(t *testing.T) {
 	if _, err := os.Stat(got.Library); err != nil {
 		t.Errorf("the library it names: %v", err)
 	}
+	if b, err := os.ReadFile(filepath.Join(dir, native.PortableName(snowflake.Discord)+".so")); err != nil || !sameFileBytes(t, got.Library, b) {
+		t.Errorf("no copy of the library under its portable name in %s: %v", dir, err)
+	}
+
+	// Without --native-dir: into the server's $libdir, which here a
+	// pg_config of our own names (it passes every other question on).
+	real, err := native.FindPGConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	libdir := serverReadableDir(t)
+	pgConfig := filepath.Join(serverReadableDir(t), "pg_config")
+	script := "#!/bin/sh\nif [ \"$1\" = --pkglibdir ]; then echo " + libdir + "; exit 0; fi\nexec " + real + " \"$@\"\n"
+	if err := os.WriteFile(pgConfig, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = sfgen(t, "build-native", "--pg-config", pgConfig)
+	if want := filepath.Join(libdir, native.PortableName(snowflake.Twitter)+".so"); code != 0 || out != want+"\n" {
+		t.Fatalf("build-native into $libdir = %d, %q, %q; want %s", code, out, errOut, want)
+	}
+	if entries, _ := os.ReadDir(libdir); len(entries) != 1 {
+		t.Errorf("$libdir holds %v; want the library alone", entries)
+	}
+}
+
+// sameFileBytes reports whether file path holds b.
+func sameFileBytes(t *testing.T, path string, b []byte) bool {
+	t.Helper()
+	a, err := os.ReadFile(path)
+	return err == nil && string(a) == string(b)
 }

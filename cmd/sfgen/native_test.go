@@ -52,11 +52,18 @@ func serverReadableDir(t *testing.T) string {
 	return dir
 }
 
-// generatorLanguage returns the language of public.snowflake_next_id().
+// generatorLanguage returns the language public.snowflake_next_id()
+// makes IDs in: that of the function itself, or "c" when it is the
+// native generator's wrapper over its C function (native.ShapeWrapped),
+// "missing" when that C function is not there.
 func generatorLanguage(t *testing.T, db *sql.DB) string {
 	t.Helper()
 	var lang string
-	if err := db.QueryRow(`SELECT l.lanname FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
+	if err := db.QueryRow(`SELECT CASE WHEN p.prosrc = 'SELECT "public".snowflake_next_id_c(0)' AND l.lanname = 'sql'
+			THEN COALESCE((SELECT c.lanname FROM pg_catalog.pg_proc q JOIN pg_catalog.pg_language c ON c.oid = q.prolang
+				WHERE q.oid = to_regprocedure('public.snowflake_next_id_c(integer)')), 'missing')
+			ELSE l.lanname END
+		FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 		WHERE p.oid = 'public.snowflake_next_id()'::pg_catalog.regprocedure`).Scan(&lang); err != nil {
 		t.Fatal(err)
 	}
@@ -153,15 +160,16 @@ func TestInstallNativeAcrossUpgrade(t *testing.T) {
 	}
 }
 
-// TestInstallNativeRefusals: --native needs an absolute --native-dir
-// (exit 2); a role that is not a superuser is told the native generator
-// is not available to it (exit 1), and nothing is installed.
+// TestInstallNativeRefusals: --native-dir must be absolute and go with
+// --native (exit 2; --native alone uses the library by its portable
+// name, TestNativePortableName); a role that is not a superuser is told
+// the native generator is not available to it (exit 1), and nothing is
+// installed.
 func TestInstallNativeRefusals(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
 		want string
 	}{
-		{[]string{"--native"}, "--native needs --native-dir DIR"},
 		{[]string{"--native", "--native-dir", "lib"}, `--native-dir "lib" is not absolute`},
 		{[]string{"--native-dir", "/tmp/x"}, "--native-dir goes with --native"},
 		{[]string{"--native=false", "--native-dir", "/tmp/x"}, "--native-dir goes with --native"},

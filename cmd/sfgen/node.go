@@ -117,7 +117,11 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(dsns) == 1 {
 		dsnFlag = dsns[0]
 	}
-	return c.oneNode(ctx, dsnFlag, schemas[0], node)
+	code := c.oneNode(ctx, dsnFlag, schemas[0], node)
+	if code == exitOK && !c.nativeCheck(ctx, dsnOrEnv(dsnFlag), schemas[0]) {
+		return exitFail
+	}
+	return code
 }
 
 // oneNode prints, or with node given sets and prints, the node of one

@@ -87,6 +87,9 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		return c.connectError(err)
 	}
 	defer pool.Close()
+	if !c.nativeCheck(ctx, dsn, *schema) {
+		return exitFail
+	}
 	var server string
 	var serverNum int
 	if err := pool.QueryRow(ctx, "SELECT pg_catalog.current_setting('server_version'), pg_catalog.current_setting('server_version_num')::pg_catalog.int4").Scan(&server, &serverNum); err != nil {

@@ -1,12 +1,12 @@
 package install
 
 import (
+	"bytes"
 	"context"
-	"crypto/sha256"
 	"database/sql"
-	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
@@ -127,8 +127,7 @@ func (e *StepError) Unwrap() []error {
 // dir: a directory per layout, since the layout is compiled in and the
 // server keeps a loaded library by its path.
 func NativeDir(dir, spec string) string {
-	sum := sha256.Sum256([]byte(spec))
-	return filepath.Join(dir, "sfgen-"+hex.EncodeToString(sum[:6]))
+	return filepath.Join(dir, "sfgen-"+native.LayoutHash(spec))
 }
 
 // BuildFailure says why native.Build failed: the machine lacks what it
@@ -170,8 +169,9 @@ func Run(ctx context.Context, db *sql.DB, conn *pgx.Conn, o Options) (*Report, e
 // release line, for finish to carry out after it.
 type generatorPlan struct {
 	want    Choice
-	before  string // the native library the schema used before, if any
-	library string // with Native: the library built for the layout
+	before  string       // the native library the schema used before, if any
+	shape   native.Shape // what snowflake_next_id() was before
+	library string       // with Native: the library built for the layout
 }
 
 // prepareGenerator reads which generator schema o.SQL.Schema has and,
@@ -185,6 +185,18 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 		// generator was asked for: say so as its trust check does.
 		return nil, untrustedCheck(o.SQL.Schema, err)
 	}
+	g, err := native.InstalledGenerator(ctx, conn, o.SQL.Schema)
+	if err != nil {
+		return nil, err
+	}
+	p.shape = g.Shape
+	if p.want == Keep && g.Shape == native.ShapeMissing {
+		// Restored where the library was not loadable: every insert
+		// fails, and keeping that is no install.
+		return nil, &StepError{Kind: ErrNativeUnavailable, text: func(string) string {
+			return fmt.Sprintf("snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): install it on this server with --native (the library 'sfgen build-native' put in the server's $libdir) or --native --native-dir DIR (built there), or switch to the SQL generator with --native=false; nothing was changed", o.SQL.Schema, o.SQL.Schema, native.CFunction)
+		}}
+	}
 	if p.want != Native {
 		return p, nil
 	}
@@ -194,6 +206,18 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 		}}
 	} else if err != nil {
 		return nil, err
+	}
+	if o.NativeDir == "" {
+		// The library the server finds by its portable name, which
+		// 'sfgen build-native' put in its $libdir or in a directory of its
+		// dynamic_library_path.
+		p.library = native.PortableName(o.SQL.Layout)
+		if err := native.Load(ctx, conn, p.library); err != nil {
+			return nil, &StepError{Kind: ErrNativeUnavailable, Cause: err, text: func(cause string) string {
+				return fmt.Sprintf("the native generator is not available: the database server finds no %s along its dynamic_library_path: %s (run 'sfgen build-native' on the server's machine, which puts it in the server's $libdir, or 'sfgen build-native --native-dir DIR' with DIR in its dynamic_library_path; or install with --native-dir DIR); nothing was changed", p.library, cause)
+			}}
+		}
+		return p, nil
 	}
 	if p.library, err = native.Build(ctx, NativeDir(o.NativeDir, o.SQL.Layout.String()), o.SQL.Layout); err != nil {
 		// The build's output as it is: it has no password, and its lines
@@ -208,7 +232,23 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 			return fmt.Sprintf("the native generator is not available: the database server cannot load %s: %s (is --native-dir on the server's machine, readable by its OS user?); nothing was changed", p.library, cause)
 		}}
 	}
+	// A copy under its portable name beside it, for a dynamic_library_path
+	// that names DIR; and where the server finds that name at this very
+	// build (DIR is in its path), the function names the library by it,
+	// so that a dump restores with the library wherever it is installed.
+	if port, err := native.PortableLibrary(p.library, o.NativeDir, o.SQL.Layout); err == nil {
+		if found, err := native.ServerFinds(ctx, conn, native.PortableName(o.SQL.Layout)); err == nil && found != "" && sameContent(found, port) {
+			p.library = native.PortableName(o.SQL.Layout)
+		}
+	}
 	return p, nil
+}
+
+// sameContent reports whether files a and b hold the same bytes.
+func sameContent(a, b string) bool {
+	x, err1 := os.ReadFile(a)
+	y, err2 := os.ReadFile(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
 }
 
 // finish gives the schema, now at the latest release, the generator the
@@ -242,6 +282,17 @@ func (p *generatorPlan) finish(ctx context.Context, conn *pgx.Conn, schema strin
 			}}
 		}
 		rep.Generator, rep.Library = NativeAgain, p.before
+	case p.want == Keep && p.shape == native.ShapeC && now != "":
+		// The C function itself as snowflake_next_id(), as installs
+		// before the wrapper made it: a dump of it does not restore the
+		// tables whose defaults call it where the library is missing.
+		// The same library, in the wrapper.
+		if err := native.Install(ctx, conn, schema, now); err != nil {
+			return &StepError{Kind: ErrGeneratorSwitch, Cause: err, text: func(cause string) string {
+				return fmt.Sprintf("the native generator in %s stays the C function itself; moving it behind snowflake_next_id() as sfgen now installs it failed: %s (install with --native to rebuild it, or --native=false to switch to SQL)", now, cause)
+			}}
+		}
+		rep.Generator, rep.Library = NativeAgain, now
 	}
 	return nil
 }

@@ -13,10 +13,12 @@ import (
 )
 
 // nativeGenerator is the C function, built for the layout and installed
-// over the SQL generator's snowflake_next_id().
+// over the SQL generator's snowflake_next_id(), which is then the
+// LANGUAGE sql wrapper over it (installNative checks the shape, slowCalls
+// the library).
 var nativeGenerator = generatortest.Generator{
 	Name:     "the native generator",
-	Language: "c",
+	Language: "sql",
 	Install: func(t *testing.T, conn *pgx.Conn, o sqlgen.Options) {
 		t.Helper()
 		installNative(t, conn, o, library(t, o.Layout), false)

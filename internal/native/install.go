@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"text/template"
 
 	"github.com/jackc/pgx/v5"
@@ -34,7 +36,20 @@ type sqlData struct {
 	Library               string
 	NextState             string // a to_regprocedure argument, as a literal
 	Comment               string
+	// The wrapped shape's (template "wrapped"), all literals.
+	WrapperBody, CComment, MissingComment, MissingMessage, MissingHint string
 }
+
+// CFunction is the C function behind a native snowflake_next_id(), and
+// Missing the PL/pgSQL one a call of it resolves to when it is not there.
+const (
+	CFunction = "snowflake_next_id_c(integer)"
+	Missing   = "snowflake_next_id_c(bigint)"
+)
+
+// wrapperBody is the body of the native snowflake_next_id() in schema q
+// (quoted).
+func wrapperBody(q string) string { return "SELECT " + q + ".snowflake_next_id_c(0)" }
 
 func renderSQL(name string, d sqlData) (string, error) {
 	var b bytes.Buffer
@@ -53,6 +68,15 @@ func newSQLData(schema, name, library string, in catalog.Installed) sqlData {
 		Name:          name,
 		Library:       pgident.QuoteLiteral(library),
 		NextState:     pgident.QuoteLiteral(q + ".snowflake_next_state()"),
+		WrapperBody:   pgident.QuoteLiteral(wrapperBody(q)),
+		CComment: pgident.QuoteLiteral(fmt.Sprintf("sfgen's native generator in %s, built for layout %s, which snowflake_next_id() calls; not for direct use. %s",
+			library, l.String(), catalog.ReleaseMarker(in.Release))),
+		MissingComment: pgident.QuoteLiteral(fmt.Sprintf("What snowflake_next_id() calls when the C function %s.%s is missing (a restore where its library was not loadable): SQLSTATE SF303 naming the commands that fix it. %s",
+			q, CFunction, catalog.ReleaseMarker(in.Release))),
+		MissingMessage: pgident.QuoteLiteral(fmt.Sprintf("sfgen: snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is not in this database: its library (%s) could not be loaded where this database was restored or created",
+			schema, q, CFunction, library)),
+		MissingHint: pgident.QuoteLiteral(fmt.Sprintf("as a superuser on this server, run 'sfgen install --schema %s --native --native-dir DIR' (builds the library here and installs it; or 'sfgen build-native' then 'sfgen install --schema %s --native'), or 'sfgen install --schema %s --native=false' for the SQL generator on the same state; see docs/native.md",
+			schema, schema, schema)),
 		Comment: pgident.QuoteLiteral(fmt.Sprintf("A new Snowflake ID for this database's node (see snowflake_node()), made in C by %s (sfgen's native generator, built for layout %s): the state protocol of the SQL generator (sfgen release %d's) on the same state, so that the two can run at once. Unique across sessions, rollbacks, cancels and restarts; never repeats when the clock steps back; borrows the next millisecond rather than waiting. See docs/native.md. %s",
 			library, l.String(), Release, catalog.ReleaseMarker(in.Release))),
 	}
@@ -81,8 +105,8 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 	if err := pgident.ValidateSchema(schema); err != nil {
 		return err
 	}
-	if !filepath.IsAbs(soPath) {
-		return fmt.Errorf("native: library path %q is not absolute: the server resolves it, not this process", soPath)
+	if !filepath.IsAbs(soPath) && !IsPortableName(soPath) {
+		return fmt.Errorf("native: library path %q is not absolute, nor a portable name (sfgen_native_<layout hash>): the server resolves it, not this process", soPath)
 	}
 	tx, err := conn.Begin(ctx)
 	if err != nil {
@@ -194,6 +218,38 @@ func checkInstalled(ctx context.Context, tx pgx.Tx, schema string) (catalog.Inst
 	return in, nil
 }
 
+// ServerFinds returns the file the server behind conn finds for a library
+// name without a directory (a PortableName), as PostgreSQL looks it up:
+// along its dynamic_library_path, with $libdir its own library
+// directory, the name and then the name with ".so"; "" when it finds
+// none. It looks in this machine's file system, which must be the
+// server's (as for Build). It needs a superuser (pg_config).
+func ServerFinds(ctx context.Context, conn *pgx.Conn, name string) (string, error) {
+	q, err := renderSQL("library_path", sqlData{})
+	if err != nil {
+		return "", err
+	}
+	var path, libdir string
+	if err := conn.QueryRow(ctx, q).Scan(&path, &libdir); err != nil {
+		return "", fmt.Errorf("native: read the server's dynamic_library_path: %w", err)
+	}
+	for _, n := range []string{name, name + ".so"} {
+		for _, dir := range filepath.SplitList(path) {
+			if rest, ok := strings.CutPrefix(dir, "$libdir"); ok {
+				dir = libdir + rest
+			}
+			if dir == "" || !filepath.IsAbs(dir) {
+				continue
+			}
+			f := filepath.Join(dir, n)
+			if st, err := os.Stat(f); err == nil && st.Mode().IsRegular() {
+				return f, nil
+			}
+		}
+	}
+	return "", nil
+}
+
 // Load asks the server behind conn to load the library at path, as
 // Install will: it fails, with the server's error, where the server cannot
 // (the file is not on its machine, not readable by its OS user, or built
@@ -232,28 +288,117 @@ func libraryLayout(ctx context.Context, tx pgx.Tx, d sqlData) (string, error) {
 	return layout, nil
 }
 
+// A Shape is which generator a schema's snowflake_next_id() is.
+type Shape string
+
+const (
+	ShapeNone Shape = ""    // no snowflake_next_id()
+	ShapeSQL  Shape = "sql" // the SQL generator
+	// ShapeC: the C function itself, as Install made it before the
+	// wrapper (sfgen 0.x up to this change): a dump of the database does
+	// not restore the tables whose defaults call it where the library is
+	// missing. The next Install (sfgen install) replaces it by ShapeWrapped.
+	ShapeC Shape = "c"
+	// ShapeWrapped: the LANGUAGE sql snowflake_next_id() over the C
+	// function CFunction, as Install makes it.
+	ShapeWrapped Shape = "wrapped"
+	// ShapeMissing: the wrapper without its C function (restored where
+	// the library was not loadable): every call raises SF303.
+	ShapeMissing Shape = "missing"
+)
+
+// A Generator is what a schema's snowflake_next_id() is.
+type Generator struct {
+	Shape   Shape
+	Library string // the C function's library (as pg_proc has it), with ShapeC and ShapeWrapped
+}
+
+// Native reports whether it is the native generator, with or without its
+// C function.
+func (g Generator) Native() bool {
+	return g.Shape == ShapeC || g.Shape == ShapeWrapped || g.Shape == ShapeMissing
+}
+
+// InstalledGenerator reads which generator schema's snowflake_next_id()
+// is, from the system catalogs alone (it calls nothing).
+func InstalledGenerator(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, schema string) (Generator, error) {
+	if err := pgident.ValidateSchema(schema); err != nil {
+		return Generator{}, err
+	}
+	query, err := renderSQL("state", sqlData{})
+	if err != nil {
+		return Generator{}, err
+	}
+	var g Generator
+	if err := q.QueryRow(ctx, query, schema, wrapperBody(pgident.Quote(schema))).Scan(&g.Shape, &g.Library); err != nil {
+		return Generator{}, fmt.Errorf("native: read snowflake_next_id() of schema %s: %w", schema, err)
+	}
+	return g, nil
+}
+
+// ErrCannotRun: snowflake_next_id() is the native generator, and this
+// server cannot run it: its C function is missing (a restore where the
+// library was not loadable) or the server cannot load its library (a
+// standby or a new server without it). Check's errors wrap it.
+var ErrCannotRun = errors.New("the native generator cannot run on this server")
+
+// Check returns schema's generator, and an error wrapping ErrCannotRun,
+// saying which library and which commands fix it, when it is the native
+// one and this server cannot run it. It makes no ID: it has the server
+// set up a statement that would call it, which loads the library.
+func Check(ctx context.Context, conn *pgx.Conn, schema string) (Generator, error) {
+	g, err := InstalledGenerator(ctx, conn, schema)
+	if err != nil || !g.Native() {
+		return g, err
+	}
+	fix := fmt.Sprintf("as a superuser on this server, run 'sfgen install --schema %s --native --native-dir DIR' (builds the library here and installs it), or 'sfgen install --schema %s --native=false' for the SQL generator on the same state (docs/native.md)", schema, schema)
+	if IsPortableName(g.Library) {
+		fix = fmt.Sprintf("run 'sfgen build-native' on this server's machine (it puts %s.so in the server's $libdir; or 'sfgen build-native --native-dir DIR' with DIR in its dynamic_library_path), or, as a superuser, 'sfgen install --schema %s --native --native-dir DIR', or 'sfgen install --schema %s --native=false' for the SQL generator on the same state (docs/native.md)", g.Library, schema, schema)
+	}
+	if g.Shape == ShapeMissing {
+		return g, fmt.Errorf("%w: snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): %s",
+			ErrCannotRun, schema, schema, CFunction, fix)
+	}
+	probe, err := renderSQL("probe", sqlData{Schema: pgident.Quote(schema)})
+	if err != nil {
+		return g, err
+	}
+	var pe *pgconn.PgError
+	if _, err := conn.Exec(ctx, probe); errors.As(err, &pe) {
+		return g, fmt.Errorf("%w: snowflake_next_id() of schema %s is the native generator, and this server cannot load the native generator's library %s: %s; %s",
+			ErrCannotRun, schema, g.Library, pe.Message, fix)
+	} else if err != nil {
+		return g, fmt.Errorf("native: check snowflake_next_id() of schema %s: %w", schema, err)
+	}
+	return g, nil
+}
+
 // InstalledLibrary returns the path of the library schema's snowflake_next_id()
 // is made by when it is the native generator, and "" when it is not (the
-// SQL one, or none).
+// SQL one, or none, or the native one without its C function). It also
+// checks that sfgen's objects in schema are trusted (catalog.Inspect).
 func InstalledLibrary(ctx context.Context, conn *pgx.Conn, schema string) (string, error) {
 	s, err := catalog.ParseSchema(schema)
 	if err != nil {
 		return "", err
 	}
-	in, err := catalog.Inspect(ctx, catalog.PGX(conn), s)
-	if err != nil {
+	if _, err := catalog.Inspect(ctx, catalog.PGX(conn), s); err != nil {
 		return "", fmt.Errorf("native: %w", err)
 	}
-	return in.NativeLibrary, nil
+	g, err := InstalledGenerator(ctx, conn, schema)
+	return g.Library, err
 }
 
 // Uninstall puts the SQL snowflake_next_id() back in schema, when the
 // native one replaced it, by running the plain install script of the
 // schema's release and layout again (which keeps the node and the state), as the
 // owner of the schema's sfgen objects (a superuser, or that owner, must
-// call it); and drops snowflake_next_id_native() if there is one. conn
-// must not be in a transaction: the script is one of its own. Each step
-// is atomic and Uninstall can run again.
+// call it); and drops snowflake_next_id_native() and the wrapper's C
+// functions if there are any. conn must not be in a transaction: the
+// script is one of its own. Each step is atomic and Uninstall can run
+// again.
 func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
 	s, err := catalog.ParseSchema(schema)
 	if err != nil {
@@ -266,18 +411,24 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
 	if in.Release == 0 {
 		return fmt.Errorf("native: %w: schema %s holds no sfgen", ErrNotInstalled, schema)
 	}
+	g, err := InstalledGenerator(ctx, conn, schema)
+	if err != nil {
+		return err
+	}
 	d := newSQLData(schema, FunctionName, "", in)
-	if in.NativeLibrary != "" {
+	if g.Native() {
 		if err := restoreSQL(ctx, conn, schema, in, d); err != nil {
 			return err
 		}
 	}
-	drop, err := renderSQL("drop_side", d)
-	if err != nil {
-		return err
-	}
-	if _, err := conn.Exec(ctx, drop); err != nil {
-		return fmt.Errorf("native: drop %s.%s(): %w", schema, SideBySideName, err)
+	for _, step := range []string{"drop_wrapped", "drop_side"} {
+		drop, err := renderSQL(step, d)
+		if err != nil {
+			return err
+		}
+		if _, err := conn.Exec(ctx, drop); err != nil {
+			return fmt.Errorf("native: drop the native functions of schema %s: %w", schema, err)
+		}
 	}
 	return nil
 }

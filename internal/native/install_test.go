@@ -28,10 +28,13 @@ import (
 // owner; "" when there is no such function.
 func definition(t *testing.T, conn *pgx.Conn, schema, name string) string {
 	t.Helper()
+	if !strings.Contains(name, "(") {
+		name += "()"
+	}
 	var def string
 	err := conn.QueryRow(context.Background(), `SELECT l.lanname || ' ' || p.proowner::regrole::text || ' ' || coalesce(p.probin, '') || ' ' || p.prosrc || ' ' || coalesce(pg_get_function_sqlbody(p.oid), '')
 		FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = to_regprocedure($1)`,
-		fmt.Sprintf("%q.%s()", schema, name)).Scan(&def)
+		fmt.Sprintf("%q.%s", schema, name)).Scan(&def)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ""
 	}
@@ -165,10 +168,16 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for _, name := range []string{native.FunctionName, native.SideBySideName} {
+			for _, name := range []string{native.CFunction, native.SideBySideName} {
 				if def := definition(t, super, "ids", name); !strings.HasPrefix(def, "c "+owner+" "+so+" sfgen_next_id") {
-					t.Fatalf("after install, ids.%s() is %q; want the C function owned by %s", name, def, owner)
+					t.Fatalf("after install, ids.%s is %q; want the C function owned by %s", name, def, owner)
 				}
+			}
+			if def, want := definition(t, super, "ids", native.FunctionName), "sql "+owner+`  SELECT "ids".snowflake_next_id_c(0) `; def != want {
+				t.Fatalf("after install, ids.snowflake_next_id() is %q; want %q", def, want)
+			}
+			if def := definition(t, super, "ids", native.Missing); !strings.HasPrefix(def, "plpgsql "+owner+" ") {
+				t.Fatalf("after install, ids.%s is %q; want the PL/pgSQL one owned by %s", native.Missing, def, owner)
 			}
 			next(own, "native, by the column default")
 			next(super, "native, as the superuser")
@@ -178,8 +187,10 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 			if def := definition(t, super, "ids", native.FunctionName); def != sqlDef {
 				t.Fatalf("after uninstall, ids.snowflake_next_id() is\n%s\nwant the SQL one\n%s", def, sqlDef)
 			}
-			if def := definition(t, super, "ids", native.SideBySideName); def != "" {
-				t.Fatalf("after uninstall, ids.%s() is still there: %s", native.SideBySideName, def)
+			for _, name := range []string{native.SideBySideName, native.CFunction, native.Missing} {
+				if def := definition(t, super, "ids", name); def != "" {
+					t.Fatalf("after uninstall, ids.%s is still there: %s", name, def)
+				}
 			}
 			var user string
 			if err := uninstaller.conn.QueryRow(ctx, "SELECT current_user::text").Scan(&user); err != nil || (uninstaller.name == "superuser" && user == owner) {
@@ -436,5 +447,32 @@ func TestInstallWhileInserting(t *testing.T) {
 	t.Logf("%d rows inserted across 5 switches each way", inserted.Load())
 	if n := queryInt(t, conn, "SELECT count(*) - count(DISTINCT id) FROM t"); n != 0 {
 		t.Fatalf("%d repeated IDs", n)
+	}
+}
+
+// TestNativeWrapperInlined: the planner inlines the wrapper
+// snowflake_next_id(), whatever the caller's search_path, so that a
+// column default calls the C function directly, at its cost alone (a
+// wrapper called through fmgr_sql would cost several times the C call):
+// EXPLAIN VERBOSE of an INSERT with the default, and of a statement of
+// many calls, shows snowflake_next_id_c(0) and not snowflake_next_id().
+func TestNativeWrapperInlined(t *testing.T) {
+	so := library(t, tw)
+	conn := connect(t, pgtest.DSN(t))
+	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}, so, false)
+	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), c int)")
+	for _, path := range []string{"public", "pg_catalog", "pg_temp, public"} {
+		mustExec(t, conn, "SET search_path = "+path)
+		for _, q := range []string{"INSERT INTO public.t (c) VALUES (1)", "SELECT count(public.snowflake_next_id()) FROM generate_series(1, 1000000)"} {
+			rows, _ := conn.Query(context.Background(), "EXPLAIN VERBOSE "+q)
+			plan, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			if err != nil {
+				t.Fatal(err)
+			}
+			text := strings.Join(plan, "\n")
+			if !strings.Contains(text, "snowflake_next_id_c(0)") || strings.Contains(text, "snowflake_next_id()") {
+				t.Errorf("search_path %s: EXPLAIN VERBOSE %s:\n%s\nwant snowflake_next_id_c(0) inlined", path, q, text)
+			}
+		}
 	}
 }

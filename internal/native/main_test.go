@@ -150,15 +150,18 @@ func installNative(t *testing.T, conn *pgx.Conn, o sqlgen.Options, so string, si
 	if err := install(context.Background(), conn, schema, so); err != nil {
 		t.Fatalf("install the native generator: %v", err)
 	}
-	// It is the C function now.
-	name := native.FunctionName
+	// It is the C function now: snowflake_next_id_native() itself, or
+	// snowflake_next_id() over snowflake_next_id_c(integer).
+	name := native.CFunction
 	if side {
-		name = native.SideBySideName
+		name = native.SideBySideName + "()"
+	} else if g, err := native.InstalledGenerator(context.Background(), conn, schema); err != nil || g.Shape != native.ShapeWrapped || g.Library != so {
+		t.Fatalf("after install, %s.snowflake_next_id() is %+v (%v), want the wrapper over %s", schema, g, err, so)
 	}
 	var lang string
 	if err := conn.QueryRow(context.Background(), `SELECT l.lanname FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang
-		WHERE p.oid = to_regprocedure($1)`, fmt.Sprintf("%q.%s()", schema, name)).Scan(&lang); err != nil || lang != "c" {
-		t.Fatalf("after install, %s.%s() is in %q (%v), want c", schema, name, lang, err)
+		WHERE p.oid = to_regprocedure($1)`, fmt.Sprintf("%q.%s", schema, name)).Scan(&lang); err != nil || lang != "c" {
+		t.Fatalf("after install, %s.%s is in %q (%v), want c", schema, name, lang, err)
 	}
 }
 

@@ -94,12 +94,28 @@ func MigrationFile(o MigrationOptions, sqlGenerator []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	down, err := withoutWrapped(o, sqlGenerator)
+	if err != nil {
+		return nil, err
+	}
 	return renderFile(fileData{
 		What:       "switch snowflake_next_id() to the native (C) generator, built for this layout, in " + o.Library,
 		SchemaName: o.Schema, LayoutSpec: o.Layout.String(), ReleaseNumber: o.Release,
 		Generator: generatorLine(o),
-		Up:        up, Down: strings.TrimSpace(string(sqlGenerator)),
+		Up:        up, Down: down,
 	})
+}
+
+// withoutWrapped is the SQL generator's SQL, then the drop of the native
+// wrapper's two snowflake_next_id_c() functions, which the SQL
+// snowflake_next_id() no longer calls (left, the C one would fail to
+// restore from a dump where its library is missing).
+func withoutWrapped(o MigrationOptions, sqlGenerator []byte) (string, error) {
+	drop, err := renderSQL("drop_wrapped", sqlData{Schema: pgident.Quote(o.Schema)})
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(string(sqlGenerator)) + "\n" + drop + ";", nil
 }
 
 // SQLGeneratorFile renders the goose migration that switches o.Schema's
@@ -113,11 +129,15 @@ func SQLGeneratorFile(o MigrationOptions, sqlGenerator []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	up, err := withoutWrapped(o, sqlGenerator)
+	if err != nil {
+		return nil, err
+	}
 	return renderFile(fileData{
 		What:       "switch snowflake_next_id() back to the SQL generator",
 		SchemaName: o.Schema, LayoutSpec: o.Layout.String(), ReleaseNumber: o.Release,
 		Generator: "sql",
-		Up:        strings.TrimSpace(string(sqlGenerator)), Down: down,
+		Up:        up, Down: down,
 	})
 }
 

@@ -18,7 +18,9 @@ package native
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"embed"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -191,16 +193,9 @@ func FindPGConfig() (string, error) {
 // ErrNoPGConfig, ErrNoHeaders, ErrNoToolchain or ErrBuild (with make's
 // output).
 func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOption) (string, error) {
-	var c buildConfig
-	for _, o := range opts {
-		o(&c)
-	}
-	if c.pgConfig == "" {
-		p, err := FindPGConfig()
-		if err != nil {
-			return "", err
-		}
-		c.pgConfig = p
+	c, err := resolveConfig(opts)
+	if err != nil {
+		return "", err
 	}
 	out, err := exec.CommandContext(ctx, c.pgConfig, "--includedir-server", "--cc", "--version").Output()
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
@@ -259,6 +254,23 @@ func Build(ctx context.Context, dir string, l snowflake.Layout, opts ...BuildOpt
 	return so, nil
 }
 
+// resolveConfig applies opts, with FindPGConfig's pg_config when none
+// is given.
+func resolveConfig(opts []BuildOption) (buildConfig, error) {
+	var c buildConfig
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.pgConfig == "" {
+		p, err := FindPGConfig()
+		if err != nil {
+			return c, err
+		}
+		c.pgConfig = p
+	}
+	return c, nil
+}
+
 // firstOr is s[0], or def when s is empty.
 func firstOr(s []string, def string) string {
 	if len(s) == 0 {
@@ -274,4 +286,83 @@ func tail(b []byte) string {
 		b = append([]byte("..."), b[len(b)-n:]...)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// LayoutHash names a layout's library: the first 12 hex digits of the
+// SHA-256 of its spec (snowflake.Layout.String()). Libraries of
+// different layouts differ (the layout is compiled in).
+func LayoutHash(spec string) string {
+	sum := sha256.Sum256([]byte(spec))
+	return hex.EncodeToString(sum[:6])
+}
+
+// PortableName is the name a C function gives the library of layout l
+// by, without a directory, so that each server finds it where it keeps
+// its own: PostgreSQL looks a name without a slash up along its
+// dynamic_library_path (by default '$libdir', the directory of its own
+// extensions), trying the name and then the name with ".so". A dump of a
+// database whose C function names it restores, and the function runs, on
+// any server that has the file there. PortableLibrary installs it.
+func PortableName(l snowflake.Layout) string { return "sfgen_native_" + LayoutHash(l.String()) }
+
+// IsPortableName reports whether name is a PortableName (of some layout).
+func IsPortableName(name string) bool {
+	h, ok := strings.CutPrefix(name, "sfgen_native_")
+	if !ok || len(h) != 12 {
+		return false
+	}
+	_, err := hex.DecodeString(h)
+	return err == nil && strings.ToLower(h) == h
+}
+
+// ErrLibDir: the server's $libdir is not writable by this user.
+var ErrLibDir = errors.New("cannot write into the server's library directory")
+
+// PkgLibDir returns $libdir of the server pg_config (FindPGConfig's, or
+// WithPGConfig's) belongs to: pg_config --pkglibdir.
+func PkgLibDir(ctx context.Context, opts ...BuildOption) (string, error) {
+	c, err := resolveConfig(opts)
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.CommandContext(ctx, c.pgConfig, "--pkglibdir").Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || !filepath.IsAbs(dir) {
+		return "", fmt.Errorf("%w: %s --pkglibdir: %v %q", ErrNoPGConfig, c.pgConfig, err, dir)
+	}
+	return dir, nil
+}
+
+// PortableLibrary puts the library so (from Build, for layout l) into dir
+// as PortableName(l)+".so", where a server whose dynamic_library_path
+// names dir (its $libdir, say) finds it, and returns that path. The file
+// is written beside and renamed into place, so that a server that has
+// the old one loaded keeps its copy, and readable by every user. Where
+// dir cannot be written the error wraps ErrLibDir.
+func PortableLibrary(so, dir string, l snowflake.Layout) (string, error) {
+	b, err := os.ReadFile(so)
+	if err != nil {
+		return "", fmt.Errorf("native: read the library: %w", err)
+	}
+	f, err := os.CreateTemp(dir, ".sfgen_native-*.so")
+	if err != nil {
+		return "", fmt.Errorf("native: %w %s: %v", ErrLibDir, dir, err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o755)
+	}
+	dst := filepath.Join(dir, PortableName(l)+".so")
+	if err == nil {
+		err = os.Rename(tmp, dst)
+	}
+	if err != nil {
+		return "", fmt.Errorf("native: %w %s: %v", ErrLibDir, dir, err)
+	}
+	return dst, nil
 }
