@@ -342,7 +342,7 @@ func TestDependencies(t *testing.T) {
 	}
 	slices.Sort(own)
 	want := []string{"github.com/sfgen/sfgen", "github.com/sfgen/sfgen/internal/catalog", "github.com/sfgen/sfgen/internal/install",
-		"github.com/sfgen/sfgen/internal/migrationdir", "github.com/sfgen/sfgen/internal/native", "github.com/sfgen/sfgen/internal/pgident",
+		"github.com/sfgen/sfgen/internal/migrationdir", "github.com/sfgen/sfgen/internal/native", "github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/pgmajor",
 		"github.com/sfgen/sfgen/internal/snowflake", "github.com/sfgen/sfgen/internal/sqlgen", "github.com/sfgen/sfgen/native"}
 	if !slices.Equal(own, want) {
 		t.Errorf("sfgen's own dependencies: %v, want %v", own, want)

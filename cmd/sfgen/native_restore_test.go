@@ -467,7 +467,7 @@ func TestNativeOldShapeAcrossUpgrade(t *testing.T) {
 			}
 			mustExecDB(t, db, "CREATE OR REPLACE FUNCTION public.snowflake_next_id() RETURNS bigint LANGUAGE c VOLATILE PARALLEL UNSAFE AS '"+lib+"', 'sfgen_next_id'")
 			code, out, errOut := sfgen(t, "install", "--dsn", dsn)
-			if code != 0 || !strings.Contains(out, "schema public is at sfgen release 4") ||
+			if code != 0 || !strings.Contains(out, fmt.Sprintf("schema public is at sfgen release %d", sqlgen.Latest)) ||
 				!strings.Contains(out, "snowflake_next_id() is the native generator again ("+lib+")") {
 				t.Fatalf("install over release %d with the old shape = %d, %q, %q", release, code, out, errOut)
 			}

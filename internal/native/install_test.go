@@ -247,9 +247,18 @@ func TestBuildRefuses(t *testing.T) {
 	}
 }
 
+// catchUpLoop is what release 5 added to the catch-up (and its comment):
+// within the backend bound of the clock, where the catch-up may not
+// setval() the state, it takes the values up to the clock with
+// nextval(). It only takes values, as every fast path does, so the C
+// code, which leaves the state there as release 2 did, and the SQL of
+// release 5 keep each other's guarantees in one schema; protocol takes it
+// out, so that the rest is still compared byte for byte.
+var catchUpLoop = regexp.MustCompile(`(?s)            -- so setval\(\) the state only if the clock is more than that\n.*?narrower than the backend bound \(release 4 left the state up\n            -- to backends / 2\^sequence bits ms behind\)\.\n|            ELSE\n                WHILE last .*?END LOOP;\n`)
+
 // protocol returns the parts of a release's script that make up the
 // state protocol: the state and guard sequences, snowflake_next_state()
-// and snowflake_next_id().
+// (without release 5's catchUpLoop) and snowflake_next_id().
 func protocol(t *testing.T, release int) []string {
 	t.Helper()
 	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter}, release)
@@ -269,7 +278,15 @@ func protocol(t *testing.T, release int) []string {
 			t.Fatalf("release %d's script has no %s", release, p.from)
 		}
 		j := strings.Index(s[i:], p.to)
-		parts = append(parts, s[i:i+j+len(p.to)])
+		part := s[i : i+j+len(p.to)]
+		if release >= 5 && strings.Contains(p.from, "snowflake_next_state") {
+			if n := len(catchUpLoop.FindAllString(part, -1)); n != 2 {
+				t.Fatalf("release %d's snowflake_next_state() has %d of the two parts of release 5's catch-up loop", release, n)
+			}
+			part = catchUpLoop.ReplaceAllString(part, "")
+			part = strings.Replace(part, "            -- takes, except at most one each that read the guard before;\n", "            -- takes, except at most one each that read the guard before;\n            -- so move the state only if the clock is more than that many\n            -- values past it now.\n", 1)
+		}
+		parts = append(parts, part)
 	}
 	return parts
 }
