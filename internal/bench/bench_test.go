@@ -25,20 +25,8 @@ func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 // TestRun measures on a fresh database with pg_walinspect, and checks that
 // the report holds both variants, the sequence WAL split and the lag.
 func TestRun(t *testing.T) {
-	dsn := pgtest.DSN(t)
 	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, string(script)); err != nil {
-		t.Fatal(err)
-	}
+	dsn, conn := benchDB(t)
 	// A compared function over a sequence of its own: its rounds write
 	// sequence WAL too.
 	if _, err := conn.Exec(ctx, `CREATE SEQUENCE bench_ids.peer_ids;
@@ -203,16 +191,17 @@ func (p *lagProbe) Write(b []byte) (int, error) {
 // near reports whether two lags in milliseconds agree to a nanosecond.
 func near(a, b float64) bool { return math.Abs(a-b) < 1e-6 }
 
-// TestRunWithoutWalinspect: on a database without pg_walinspect the
-// sequence WAL is n/a, and the report says why and what measures it.
-func TestRunWithoutWalinspect(t *testing.T) {
+// benchDB is a fresh database with the latest release in schema bench_ids,
+// and a connection to it, closed when the test ends.
+func benchDB(t *testing.T) (string, *pgx.Conn) {
+	t.Helper()
 	dsn := pgtest.DSN(t)
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer conn.Close(ctx)
+	t.Cleanup(func() { conn.Close(ctx) })
 	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
 	if err != nil {
 		t.Fatal(err)
@@ -220,6 +209,14 @@ func TestRunWithoutWalinspect(t *testing.T) {
 	if _, err := conn.Exec(ctx, string(script)); err != nil {
 		t.Fatal(err)
 	}
+	return dsn, conn
+}
+
+// TestRunWithoutWalinspect: on a database without pg_walinspect the
+// sequence WAL is n/a, and the report says why and what measures it.
+func TestRunWithoutWalinspect(t *testing.T) {
+	ctx := context.Background()
+	dsn, _ := benchDB(t)
 	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Clients: 1, Duration: 200 * time.Millisecond, Rounds: 1, Progress: io.Discard})
 	if err != nil {
 		t.Fatal(err)
