@@ -43,7 +43,7 @@ const Release = 2
 // objects are release 2's (TestReleasesShareTheProtocol checks each one
 // sqlgen renders). Release 3 changes only how the node is first set, release 5
 // only how a node is recorded.
-var Releases = []int{2, 3, 4, 5}
+var Releases = []int{2, 3, 4, 5, 6}
 
 // Library is the file name of the built library in Build's directory.
 const Library = "sfgen_native.so"

@@ -54,7 +54,7 @@ var ErrUnknownRelease = errors.New("unknown sfgen release")
 // none (UnsetNode).
 var ErrNodeAndUnset = errors.New("options both set a node and leave it unset")
 
-//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl templates/release5/*.sql.tmpl
+//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl templates/release5/*.sql.tmpl templates/release6/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -122,7 +122,7 @@ func ScriptAt(o Options, release int) ([]byte, error) {
 	switch release {
 	case 1:
 		return render(o, 1, "snowflake.sql.tmpl", false)
-	case 2, 3, 4, 5:
+	case 2, 3, 4, 5, 6:
 		return render(o, release, "script.sql.tmpl", false)
 	}
 	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
@@ -178,6 +178,21 @@ func Generator(o Options, release int) ([]byte, error) {
 		return nil, err
 	}
 	return []byte(s), nil
+}
+
+// NextIDExpression renders the latest release's SQL snowflake_next_id()
+// as the one expression its body is, for a column default: on a schema
+// at a release of the same state protocol (2 to Latest) whose
+// snowflake_next_id() is the native generator, it is the SQL generator
+// beside it, on the same state (sfgen bench measures the two so). It
+// calls the schema's snowflake_next_state() and snowflake_node_bits().
+func NextIDExpression(o Options) (string, error) {
+	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
+	s, err := renderParts(o, Latest, false, "next_id_expression")
+	if err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(s), nil
 }
 
 // A File is one goose migration of sfgen's release line.
@@ -294,8 +309,12 @@ type templateData struct {
 	NodeSpace int64 // how many nodes the layout has: (MaxDatacenter+1) * (MaxMachine+1)
 	NodeBits  uint  // DatacenterBits + MachineBits
 	NodeFrom  uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
-	MinState  int64 // Epoch << SequenceBits: the state of the first ID
-	MaxState  int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
+	// From release 6: the state's low StateBits bits (64 - NodeBits) hold
+	// all of an ID's but the node's, which go in at StateNodeFrom
+	// (StateBits - SequenceBits + 1), 1-based.
+	StateBits, StateNodeFrom uint
+	MinState                 int64 // Epoch << SequenceBits: the state of the first ID
+	MaxState                 int64 // (MaxTimestamp << SequenceBits) | MaxSequence: the state of the last ID
 
 	// When snowflake_next_id() catches up with the clock, in milliseconds
 	// since the last catch-up: due from CatchUpMs (one call in a few takes
@@ -372,12 +391,14 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		SequenceError:   msg(snowflake.FieldSequence),
 		IDError:         msg(snowflake.FieldID),
 
-		NodeSet:   !o.UnsetNode,
-		NodeSpace: (l.Max(snowflake.FieldDatacenter) + 1) * (l.Max(snowflake.FieldMachine) + 1),
-		NodeBits:  l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
-		NodeFrom:  65 - l.Bits(snowflake.FieldSequence),
-		MinState:  l.Epoch() << l.Bits(snowflake.FieldSequence),
-		MaxState:  l.Max(snowflake.FieldTimestamp)<<l.Bits(snowflake.FieldSequence) | l.Max(snowflake.FieldSequence),
+		NodeSet:       !o.UnsetNode,
+		NodeSpace:     (l.Max(snowflake.FieldDatacenter) + 1) * (l.Max(snowflake.FieldMachine) + 1),
+		NodeBits:      l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
+		NodeFrom:      65 - l.Bits(snowflake.FieldSequence),
+		StateBits:     64 - l.Bits(snowflake.FieldDatacenter) - l.Bits(snowflake.FieldMachine),
+		StateNodeFrom: 65 - l.Bits(snowflake.FieldDatacenter) - l.Bits(snowflake.FieldMachine) - l.Bits(snowflake.FieldSequence),
+		MinState:      l.Epoch() << l.Bits(snowflake.FieldSequence),
+		MaxState:      l.Max(snowflake.FieldTimestamp)<<l.Bits(snowflake.FieldSequence) | l.Max(snowflake.FieldSequence),
 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
