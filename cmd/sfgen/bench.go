@@ -45,13 +45,18 @@ snowflake_next_id() must be installed in NAME (see 'sfgen install'), for
 tables are made in NAME and dropped at the end. Progress goes to stderr,
 the report to stdout.
 
---native adds a third variant, the native (C) generator, as
-snowflake_next_id_native() beside the SQL snowflake_next_id() on the same
-state: without --dsn sfgen builds and installs it in the throwaway
-PostgreSQL (it needs pg_config, the server's headers, make and a C
-compiler); with --dsn it must be there (internal/native's
-InstallSideBySide). Rounds and statements then cycle through every order of
-the three.
+--native adds a third variant, the native (C) generator, on the same state
+as the SQL one: without --dsn sfgen builds it and installs it in the
+throwaway PostgreSQL as snowflake_next_id_native(), beside the SQL
+snowflake_next_id() (it needs pg_config, the server's headers, make and a C
+compiler). With --dsn on a schema where 'sfgen install --native' made
+snowflake_next_id() the native generator, that is the native variant (with
+or without --native), and the SQL variant is the SQL generator of this
+sfgen's release written out as the column default (the body of its
+snowflake_next_id(), on the schema's state); on a schema whose
+snowflake_next_id() is the SQL one, --native needs a
+snowflake_next_id_native() beside it. Rounds and statements then cycle
+through every order of the three.
 
 --compare FUNC (up to 4 times) adds another variant for each FUNC, any
 function callable with no arguments (defaults allowed) whose result can be
@@ -91,7 +96,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	statementRows := c.intVar("statement-rows", "rows `N` of the one-statement INSERT ... SELECT; 0 skips it", bench.DefaultStatementRows, 0, bench.MaxStatementRows)
 	statementRuns := c.intVar("statement-runs", "runs `N` of the one-statement INSERT ... SELECT per variant", bench.DefaultStatementRuns, 1, bench.MaxStatementRuns)
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	withNative := c.fs.Bool("native", false, "also measure the native generator, snowflake_next_id_native() (built and installed beside the SQL one in the throwaway PostgreSQL; with --dsn it must be there)")
+	withNative := c.fs.Bool("native", false, "also measure the native generator (built and installed beside the SQL one in the throwaway PostgreSQL; with --dsn, the schema's own after sfgen install --native)")
 	var compare stringsFlag
 	c.fs.Var(&compare, "compare", fmt.Sprintf("also measure `FUNC`() as the DEFAULT of a bigint id: name or schema.name (unqualified: pg_catalog and pg_temp only); up to %d times", bench.MaxCompare))
 	if code, done := c.parseFlags(args); done {

@@ -23,7 +23,7 @@ func TestBenchNative(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 5, Machine: 6})
 	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--native", "--duration", "200ms")
-	if code != 1 || out != "" || !strings.Contains(errOut, "no "+schema+".snowflake_next_id_native(): install the native generator beside the SQL one first") {
+	if code != 1 || out != "" || !strings.Contains(errOut, "schema "+schema+" has no native generator") || !strings.Contains(errOut, "sfgen install --native --schema "+schema) || strings.Contains(errOut, "InstallSideBySide") {
 		t.Errorf("bench --native without the native generator = %d, %q, %q", code, out, errOut)
 	}
 
@@ -60,5 +60,43 @@ func TestBenchNative(t *testing.T) {
 	}
 	if after := pgtest.Relations(t, conn); !slices.Equal(after, before) {
 		t.Errorf("relations before bench %v, after it %v; want the scratch tables gone", before, after)
+	}
+}
+
+// TestBenchInstalledNative: after sfgen install --native, sfgen bench
+// --dsn measures the schema's snowflake_next_id(), the native generator,
+// beside bigserial and the SQL generator (its release's body as the
+// column default), with or without --native (issue 28, item 2).
+func TestBenchInstalledNative(t *testing.T) {
+	nativeHere(t)
+	dsn := pgtest.DSN(t)
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3", "--machine", "4", "--native", "--native-dir", serverReadableDir(t)); code != 0 {
+		t.Fatalf("install --native = %d, %q, %q", code, out, errOut)
+	}
+	for _, native := range []bool{false, true} {
+		args := []string{"bench", "--dsn", dsn, "--schema", "ids", "--clients", "2", "--duration", "600ms", "--statement-rows", "2000", "--statement-runs", "3", "--json"}
+		if native {
+			args = append(args, "--native")
+		}
+		code, out, errOut := sfgen(t, args...)
+		if code != 0 {
+			t.Fatalf("bench (--native %v) on an installed native generator: exit %d, stderr %s", native, code, errOut)
+		}
+		var res bench.Result
+		if err := json.Unmarshal([]byte(out), &res); err != nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
+		if res.Snowflake.Name != "snowflake_next_id (SQL)" || res.Snowflake.Rows == 0 || res.Ratio <= 0 {
+			t.Errorf("--native %v: SQL variant %+v, ratio %v", native, res.Snowflake, res.Ratio)
+		}
+		if res.Native == nil || res.Native.Name != "snowflake_next_id (native)" || res.Native.Rows == 0 || res.NativeRatio <= 0 {
+			t.Errorf("--native %v: native variant %+v, ratio %v", native, res.Native, res.NativeRatio)
+		}
+		if st := res.Statement; st == nil || len(st.NativeUs) != 3 || len(st.SnowflakeUs) != 3 {
+			t.Errorf("--native %v: statement measurement %+v; want 3 runs of each", native, res.Statement)
+		}
+		if res.Node != [2]int{3, 4} {
+			t.Errorf("--native %v: node %v, want 3/4", native, res.Node)
+		}
 	}
 }

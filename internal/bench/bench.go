@@ -45,7 +45,9 @@ import (
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // ErrCompareUnusable is wrapped, with PostgreSQL's error, by the
@@ -268,17 +270,37 @@ func (v variant) idColumn() string {
 	return "id bigint PRIMARY KEY DEFAULT " + v.def
 }
 
-// variants returns the variants that cfg (normalized) asks for, in
-// schema (quoted), with their figures in res (whose Native and Compared
-// it sets).
-func variants(cfg Config, schema string, res *Result) []variant {
+// generators says where a schema's two generators are, as DEFAULT
+// expressions: the SQL one and (with Config.Native) the native one.
+type generators struct {
+	sql, sqlName       string
+	native, nativeName string
+}
+
+// generatorsOf finds the generators of schema (quoted): the SQL
+// snowflake_next_id() and, beside it, snowflake_next_id_native(); or,
+// where snowflake_next_id() is the native generator (sfgen install
+// --native), that one, and the SQL generator as the expression of its
+// function's body (sqlgen.NextIDExpression), on the same state.
+func generatorsOf(schema string, installed native.Generator, sqlExpr string) generators {
+	if installed.Native() {
+		return generators{sql: sqlExpr, sqlName: "snowflake_next_id (SQL)", native: schema + ".snowflake_next_id()", nativeName: "snowflake_next_id (native)"}
+	}
+	return generators{sql: schema + ".snowflake_next_id()", sqlName: "snowflake_next_id", native: schema + ".snowflake_next_id_native()", nativeName: "snowflake_next_id_native"}
+}
+
+// variants returns the variants that cfg (normalized) asks for, with the
+// generators g, with their figures in res (whose Native and Compared it
+// sets).
+func variants(cfg Config, g generators, res *Result) []variant {
+	res.Snowflake.Name = g.sqlName
 	vs := []variant{
 		{kind: kindBigserial, suffix: "_bigserial", res: &res.Bigserial},
-		{kind: kindSQL, def: schema + ".snowflake_next_id()", suffix: "_snowflake", res: &res.Snowflake},
+		{kind: kindSQL, def: g.sql, suffix: "_snowflake", res: &res.Snowflake},
 	}
 	if cfg.Native {
-		res.Native = &Variant{Name: "snowflake_next_id_native", SeqWALPerID: -1}
-		vs = append(vs, variant{kind: kindNative, def: schema + ".snowflake_next_id_native()", suffix: "_native", res: res.Native})
+		res.Native = &Variant{Name: g.nativeName, SeqWALPerID: -1}
+		vs = append(vs, variant{kind: kindNative, def: g.native, suffix: "_native", res: res.Native})
 	}
 	if len(cfg.compare) > 0 {
 		res.Compared = make([]Compared, len(cfg.compare))
@@ -444,16 +466,31 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		return nil, err
 	}
 
-	if cfg.Native {
+	installed, err := native.InstalledGenerator(ctx, pool, target.Name())
+	if err != nil {
+		return nil, err
+	}
+	var sqlExpr string
+	if installed.Native() {
+		// The native generator is the schema's: measure it, and the SQL
+		// one beside it, as its body's expression for the schema's layout.
+		cfg.Native = true
+		if !slices.Contains(native.Releases, in.Effective()) {
+			return nil, fmt.Errorf("schema %s is at sfgen release %d, whose state the SQL generator of release %d does not share (releases %v do): run sfgen install first", cfg.Schema, in.Effective(), sqlgen.Latest, native.Releases)
+		}
+		if sqlExpr, err = sqlgen.NextIDExpression(sqlgen.Options{Layout: in.Layout, Schema: target.Name()}); err != nil {
+			return nil, err
+		}
+	} else if cfg.Native {
 		var ok bool
 		if err := pool.QueryRow(ctx, "SELECT pg_catalog.to_regprocedure($1) IS NOT NULL", schema+".snowflake_next_id_native()").Scan(&ok); err != nil {
 			return nil, err
 		}
 		if !ok {
-			return nil, fmt.Errorf("no %s.snowflake_next_id_native(): install the native generator beside the SQL one first (without a database, sfgen bench --native does it in its throwaway PostgreSQL): %w", cfg.Schema, ErrNoNative)
+			return nil, fmt.Errorf("schema %s has no native generator: its snowflake_next_id() is the SQL one, and no snowflake_next_id_native() is beside it; install it with sfgen install --native --schema %s (its snowflake_next_id() is then the native one, and sfgen bench measures the SQL one beside it), or run sfgen bench --native without --dsn, which builds one in a throwaway PostgreSQL: %w", cfg.Schema, cfg.Schema, ErrNoNative)
 		}
 	}
-	vs := variants(cfg, schema, res)
+	vs := variants(cfg, generatorsOf(schema, installed, sqlExpr), res)
 	tables, drop, err := createScratchTables(ctx, pool, schema, vs)
 	defer drop()
 	if err != nil {

@@ -46,10 +46,10 @@ func (r *Result) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "lag of the ID's time behind the row's clock_timestamp(): p50 %.2f ms, p99 %.2f ms, max %.2f ms, min %.2f ms (%d rows)\n",
 		r.Lag.P50, r.Lag.P99, r.Lag.Max, r.Lag.Min, r.Lag.Rows)
 	if st := r.Statement; st != nil {
-		fmt.Fprintf(&b, "one INSERT ... SELECT of %d rows into a fresh table, %d runs per variant (alternating), per row: bigserial %.3f us, snowflake_next_id %.3f us (medians), %+.3f us/row over bigserial (median of the runs' differences)\n",
-			st.Rows, st.Runs, st.BigserialMedianUs, st.SnowflakeMedianUs, st.ExtraMedianUs)
+		fmt.Fprintf(&b, "one INSERT ... SELECT of %d rows into a fresh table, %d runs per variant (alternating), per row: bigserial %.3f us, %s %.3f us (medians), %+.3f us/row over bigserial (median of the runs' differences)\n",
+			st.Rows, st.Runs, st.BigserialMedianUs, r.Snowflake.Name, st.SnowflakeMedianUs, st.ExtraMedianUs)
 		if r.Native != nil {
-			fmt.Fprintf(&b, "  and snowflake_next_id_native %.3f us (median), %+.3f us/row over bigserial\n", st.NativeMedianUs, st.NativeExtraMedianUs)
+			fmt.Fprintf(&b, "  and %s %.3f us (median), %+.3f us/row over bigserial\n", r.Native.Name, st.NativeMedianUs, st.NativeExtraMedianUs)
 		}
 		for _, c := range st.Compared {
 			fmt.Fprintf(&b, "  and %s %.3f us (median), %+.3f us/row over bigserial\n", c.Name, c.MedianUs, c.ExtraMedianUs)
