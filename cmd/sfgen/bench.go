@@ -18,8 +18,9 @@ import (
 )
 
 const benchHelp = `
-sfgen bench [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--clients N] [--duration D] [--rounds N]
-            [--statement-rows N] [--statement-runs N] [--native] [--compare FUNC ...] [--json]
+sfgen bench [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--profile magnifying|realistic]
+            [--clients N] [--duration D] [--rounds N] [--statement-rows N] [--statement-runs N]
+            [--native] [--compare FUNC ...] [--json]
 
 Measures INSERT throughput with DEFAULT snowflake_next_id() against
 bigserial: N clients, each on its own connection, run single-row prepared
@@ -27,10 +28,16 @@ INSERTs into two scratch tables of the same shape, in alternating rounds
 (bigserial, snowflake, snowflake, bigserial, ...; 200 ms each unless
 --rounds says otherwise). It reports the rate of each, their ratio and how
 much it varied from round to round, the WAL written per row and, where pg_walinspect is
-installed, the WAL of sequence records per ID (the generator's own), and how
-far the time in each ID trails the row's clock_timestamp(). The sessions
-run with synchronous_commit=off, so that the commit's flush does not hide
-the cost of the ID.
+installed, the WAL of sequence records per ID (the generator's own), the
+bytes of each table's primary key index per row after the rounds, and how
+far the time in each ID trails the row's clock_timestamp().
+
+--profile sets the rows and their commit. magnifying (the default): rows
+of (id, at timestamptz, client integer) with synchronous_commit=off, so
+that the commit's flush does not hide the cost of the ID. realistic: rows
+with a 100-byte text besides, an index on the time column besides the
+primary key, and synchronous_commit=on: what an application's INSERT
+pays for its ID.
 
 Then it measures one statement: an INSERT ... SELECT of --statement-rows
 rows (100,000 unless told; 0 skips it) into a fresh table of each shape,
@@ -59,9 +66,10 @@ snowflake_next_id_native() beside it. Rounds and statements then cycle
 through every order of the three.
 
 --compare FUNC (up to 4 times) adds another variant for each FUNC, any
-function callable with no arguments (defaults allowed) whose result can be
-the DEFAULT of a bigint column, such as pgEdge's snowflake.nextval(): its
-table gets id bigint PRIMARY KEY DEFAULT FUNC(), and it runs in the same
+function callable with no arguments (defaults allowed) that returns uuid,
+such as PostgreSQL 18's uuidv7() or gen_random_uuid(), or a value that can
+be the DEFAULT of a bigint column, such as pgEdge's snowflake.nextval():
+its table gets id uuid (or bigint) PRIMARY KEY DEFAULT FUNC(), and it runs in the same
 alternating rounds and statements as the others, with its own ratio to
 bigserial. FUNC is name or schema.name, each part an identifier as
 PostgreSQL reads it: unquoted (letters, digits, _ and $, not starting with
@@ -80,6 +88,7 @@ Examples:
   sfgen bench --native --duration 20s --statement-runs 12
   sfgen bench --native --compare snowflake.nextval --dsn postgres://app@localhost/app --schema ids
   sfgen bench --compare public.my_next_id --compare '"Ids"."Next"' --dsn postgres://app@localhost/app
+  sfgen bench --profile realistic --compare uuidv7 --compare gen_random_uuid
 `
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -95,10 +104,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	rounds := c.intVar("rounds", fmt.Sprintf("rounds `N` per variant; 0: one per %v of --duration", bench.DefaultRound), 0, 0, bench.MaxRounds)
 	statementRows := c.intVar("statement-rows", "rows `N` of the one-statement INSERT ... SELECT; 0 skips it", bench.DefaultStatementRows, 0, bench.MaxStatementRows)
 	statementRuns := c.intVar("statement-runs", "runs `N` of the one-statement INSERT ... SELECT per variant", bench.DefaultStatementRuns, 1, bench.MaxStatementRuns)
+	profile := c.fs.String("profile", bench.ProfileMagnifying, "the rows and their commit, `magnifying` (small rows, synchronous_commit=off) or realistic (a 100-byte text and an index on the time column besides, synchronous_commit=on)")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
 	withNative := c.fs.Bool("native", false, "also measure the native generator (built and installed beside the SQL one in the throwaway PostgreSQL; with --dsn, the schema's own after sfgen install --native)")
 	var compare stringsFlag
-	c.fs.Var(&compare, "compare", fmt.Sprintf("also measure `FUNC`() as the DEFAULT of a bigint id: name or schema.name (unqualified: pg_catalog and pg_temp only); up to %d times", bench.MaxCompare))
+	c.fs.Var(&compare, "compare", fmt.Sprintf("also measure `FUNC`() as the DEFAULT of the id (uuid when it returns uuid, else bigint): name or schema.name (unqualified: pg_catalog and pg_temp only); up to %d times", bench.MaxCompare))
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -112,6 +122,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		StatementRuns: statementRuns.Int(),
 		Progress:      prefixWriter{stderr, "sfgen bench: "},
 		Native:        *withNative,
+		Profile:       *profile,
 		Compare:       compare,
 	}
 	if statementRows.Int() == 0 {

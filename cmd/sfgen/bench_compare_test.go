@@ -83,8 +83,8 @@ func TestBenchCompare(t *testing.T) {
 		compare string
 		want    []string
 	}{
-		{"bench_peer.missing", []string{"compare function bench_peer.missing() cannot be the DEFAULT of a bigint column", "does not exist"}},
-		{"bench_peer.text_id", []string{"compare function bench_peer.text_id() cannot be the DEFAULT of a bigint column", "default expression is of type text"}},
+		{"bench_peer.missing", []string{"compare function bench_peer.missing() cannot be the DEFAULT of the id", "does not exist"}},
+		{"bench_peer.text_id", []string{"compare function bench_peer.text_id() cannot be the DEFAULT of the id", "default expression is of type text"}},
 		{"bench_pub_id", []string{"compare function bench_pub_id() cannot", "only in pg_catalog and pg_temp", "qualify it with its schema"}},
 	} {
 		code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--compare", tc.compare, "--clients", "1", "--duration", "200ms", "--statement-rows", "0")

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -52,21 +53,21 @@ import (
 
 // ErrCompareUnusable is wrapped, with PostgreSQL's error, by the
 // *CompareError that Run returns when a function of Config.Compare cannot
-// be the DEFAULT of a bigint column.
-var ErrCompareUnusable = errors.New("compared function cannot be the default of a bigint column")
+// be the DEFAULT of a bigint (or uuid) column.
+var ErrCompareUnusable = errors.New("compared function cannot be the default of a bigint or uuid column")
 
 // A CompareError reports a function of Config.Compare that cannot be the
-// DEFAULT of a bigint column: there is none of that name callable with no
+// DEFAULT of the id: there is none of that name callable with no
 // arguments where the bench sessions look (search_path is pg_catalog,
-// pg_temp: see package connect), or its result is not assignable to
-// bigint. Err is PostgreSQL's error.
+// pg_temp: see package connect), or its result is neither uuid (the id
+// is then uuid) nor assignable to bigint. Err is PostgreSQL's error.
 type CompareError struct {
 	Func FuncName
 	Err  error
 }
 
 func (e *CompareError) Error() string {
-	msg := fmt.Sprintf("compare function %s cannot be the DEFAULT of a bigint column (it must be callable with no arguments and return a value assignable to bigint)", e.Func.Text)
+	msg := fmt.Sprintf("compare function %s cannot be the DEFAULT of the id (it must be callable with no arguments and return uuid or a value assignable to bigint)", e.Func.Text)
 	if e.Func.Schema == "" {
 		msg += "; an unqualified name is looked up only in pg_catalog and pg_temp, the bench sessions' search_path: qualify it with its schema (schema.name)"
 	}
@@ -98,6 +99,26 @@ const (
 	MaxCompare = 4 // the most functions Config.Compare may name
 )
 
+// The profiles of Config.Profile: the shape of the measured rows and how
+// they commit.
+const (
+	// ProfileMagnifying, the default: rows of (id, at timestamptz, client
+	// integer) with synchronous_commit off, so that the ID's cost shows
+	// as large as it gets beside the rest of an INSERT.
+	ProfileMagnifying = "magnifying"
+	// ProfileRealistic: synchronous_commit on, and each row also has a
+	// 100-byte text, with an index on its time column besides the
+	// primary key: a row as an application inserts it.
+	ProfileRealistic = "realistic"
+)
+
+// Profiles are the values Config.Profile takes.
+var Profiles = []string{ProfileMagnifying, ProfileRealistic}
+
+// realisticNote is the text column's value in ProfileRealistic's rows:
+// 100 bytes, under any compression threshold.
+const realisticNote = "sfgen bench, realistic profile: a hundred bytes of text in every row, as an application stores them."
+
 // Config says what to measure.
 type Config struct {
 	DSN      string        // the database; snowflake_next_id() must be installed in Schema
@@ -111,9 +132,12 @@ type Config struct {
 	// build read 0.914-0.967 in rounds of 1 s, three read 0.919-0.928 in
 	// rounds of 200 ms.
 	Rounds int
+	// Profile is the rows' shape and commit, one of Profiles; ""
+	// means ProfileMagnifying.
+	Profile string
 	// SynchronousCommit is the synchronous_commit of the bench sessions;
-	// "" means off, so that the commit's fsync does not hide the cost of
-	// the ID.
+	// "" means off with ProfileMagnifying, so that the commit's fsync
+	// does not hide the cost of the ID, and on with ProfileRealistic.
 	SynchronousCommit string
 	// StatementRows is the size of the one-statement measurement: one
 	// INSERT ... SELECT of that many rows into a fresh table per variant
@@ -148,6 +172,15 @@ type Variant struct {
 	RoundTPS  []float64 `json:"round_tps"` // each round's rate
 	WALBytes  int64     `json:"wal_bytes"` // WAL written in its rounds, all of it
 	WALPerRow float64   `json:"wal_per_row"`
+	// IDType is the id column's type: bigint, or uuid for a compared
+	// function that returns one.
+	IDType string `json:"id_type"`
+	// TableRows is how many rows its table had after the rounds (the
+	// warm-up's too), and PKeyBytes the size of its primary key index
+	// then: PKeyBytesPerRow is what each ID costs in that index.
+	TableRows       int64   `json:"table_rows"`
+	PKeyBytes       int64   `json:"pkey_bytes"`
+	PKeyBytesPerRow float64 `json:"pkey_bytes_per_row"`
 	// SeqWALPerID is the WAL of sequence records (nextval, setval) per
 	// row: the ID generator's own share of WAL. -1 when pg_walinspect is
 	// not available.
@@ -170,6 +203,7 @@ type Result struct {
 	Clients           int     `json:"clients"`
 	Rounds            int     `json:"rounds"`
 	RoundSeconds      float64 `json:"round_seconds"`
+	Profile           string  `json:"profile"`
 	SynchronousCommit string  `json:"synchronous_commit"`
 	ServerVersion     string  `json:"server_version"`
 	Node              [2]int  `json:"node"` // datacenter, machine of snowflake_next_id()
@@ -260,14 +294,26 @@ type variant struct {
 	suffix string // of its scratch table's name
 	res    *Variant
 	fn     FuncName // the function of a kindCompared
+	uuid   bool     // a kindCompared whose function returns uuid: the id is uuid
 }
 
 // idColumn is v's id column.
 func (v variant) idColumn() string {
-	if v.kind == kindBigserial {
+	switch {
+	case v.kind == kindBigserial:
 		return "id bigserial PRIMARY KEY"
+	case v.uuid:
+		return "id uuid PRIMARY KEY DEFAULT " + v.def
 	}
 	return "id bigint PRIMARY KEY DEFAULT " + v.def
+}
+
+// idType is the type of v's id column.
+func (v variant) idType() string {
+	if v.uuid {
+		return "uuid"
+	}
+	return "bigint"
 }
 
 // generators says where a schema's two generators are, as DEFAULT
@@ -377,8 +423,17 @@ func (c *Config) Normalize() error {
 	if c.Duration/time.Duration(c.Rounds) < MinRound {
 		return fmt.Errorf("duration %s in %d rounds is too short to measure: want rounds of %s or more", FormatDuration(c.Duration), c.Rounds, FormatDuration(MinRound))
 	}
+	if c.Profile == "" {
+		c.Profile = ProfileMagnifying
+	}
+	if !slices.Contains(Profiles, c.Profile) {
+		return fmt.Errorf("profile %q is not one of %s", c.Profile, strings.Join(Profiles, ", "))
+	}
 	if c.SynchronousCommit == "" {
 		c.SynchronousCommit = "off"
+		if c.Profile == ProfileRealistic {
+			c.SynchronousCommit = "on"
+		}
 	}
 	if c.StatementRows == 0 {
 		c.StatementRows = DefaultStatementRows
@@ -448,6 +503,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 	res := &Result{
 		Clients: cfg.Clients, Rounds: cfg.Rounds,
 		RoundSeconds:      (cfg.Duration / time.Duration(cfg.Rounds)).Seconds(),
+		Profile:           cfg.Profile,
 		SynchronousCommit: cfg.SynchronousCommit,
 		Bigserial:         Variant{Name: "bigserial", SeqWALPerID: -1},
 		Snowflake:         Variant{Name: "snowflake_next_id", SeqWALPerID: -1},
@@ -491,7 +547,10 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		}
 	}
 	vs := variants(cfg, generatorsOf(schema, installed, sqlExpr), res)
-	tables, drop, err := createScratchTables(ctx, pool, schema, vs)
+	if err := resultTypes(ctx, pool, vs); err != nil {
+		return nil, err
+	}
+	tables, drop, err := createScratchTables(ctx, pool, schema, vs, cfg.Profile)
 	defer drop()
 	if err != nil {
 		return nil, err
@@ -528,10 +587,17 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		res.SeqWALNote = "pg_walinspect failed: " + err.Error()
 		fmt.Fprintf(progress, "pg_walinspect failed, no sequence WAL figures: %v\n", err)
 	}
-	for _, v := range vs {
+	for i, v := range vs {
 		vr := v.res
 		vr.TPS = float64(vr.Rows) / vr.Seconds
 		vr.WALPerRow = float64(vr.WALBytes) / float64(vr.Rows)
+		if err := pool.QueryRow(ctx, `SELECT (SELECT pg_catalog.count(*) FROM `+tables[i]+`),
+				(SELECT pg_catalog.pg_relation_size(c.conindid) FROM pg_catalog.pg_constraint c
+				 WHERE c.conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) 'p')`, tables[i]).
+			Scan(&vr.TableRows, &vr.PKeyBytes); err != nil {
+			return nil, fmt.Errorf("primary key size, %s: %w", vr.Name, err)
+		}
+		vr.PKeyBytesPerRow = float64(vr.PKeyBytes) / float64(vr.TableRows)
 	}
 	res.Ratio, res.RoundRatios = ratios(&res.Snowflake, &res.Bigserial)
 	if res.Native != nil {
@@ -572,7 +638,7 @@ func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, vs []
 	perm := orders(len(vs))
 	for r := range cfg.StatementRuns {
 		for _, i := range perm[r%len(perm)] {
-			us, err := oneStatement(ctx, pool, schema, vs[i], cfg.StatementRows)
+			us, err := oneStatement(ctx, pool, schema, vs[i], cfg)
 			if err != nil {
 				return nil, err
 			}
@@ -610,7 +676,8 @@ func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, vs []
 // oneStatement creates a fresh scratch table of variant v's shape,
 // inserts rows into it in one statement, drops it, and returns the
 // statement's microseconds per row.
-func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v variant, rows int) (float64, error) {
+func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v variant, cfg Config) (float64, error) {
+	rows := cfg.StatementRows
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	table := schema + "." + pgident.Quote("sfgen_bench_stmt_"+hex.EncodeToString(suffix))
@@ -619,7 +686,7 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v vari
 		defer cancel()
 		pool.Exec(cctx, "DROP TABLE IF EXISTS "+table)
 	}()
-	if _, err := pool.Exec(ctx, scratchTable(table, v)); err != nil {
+	if _, err := pool.Exec(ctx, scratchTable(table, v, cfg.Profile)); err != nil {
 		return 0, v.createError(err)
 	}
 	t0 := time.Now()
@@ -630,12 +697,45 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v vari
 }
 
 // scratchTable is the CREATE TABLE of a scratch table (quoted, qualified)
-// with variant v's id.
-func scratchTable(table string, v variant) string {
+// with variant v's id, in the shape of profile (and its index).
+func scratchTable(table string, v variant, profile string) string {
+	if profile == ProfileRealistic {
+		return `CREATE TABLE ` + table + ` (
+			` + v.idColumn() + `,
+			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
+			client integer NOT NULL,
+			note text NOT NULL DEFAULT ` + pgident.QuoteLiteral(realisticNote) + `);
+		CREATE INDEX ON ` + table + ` (at)`
+	}
 	return `CREATE TABLE ` + table + ` (
 			` + v.idColumn() + `,
 			at timestamptz NOT NULL DEFAULT pg_catalog.clock_timestamp(),
 			client integer NOT NULL)`
+}
+
+// resultTypes sets, for each compared function of vs, whether it returns
+// uuid (its id is then uuid), from the result of a statement that calls
+// it, prepared but not run.
+func resultTypes(ctx context.Context, pool *pgxpool.Pool, vs []variant) error {
+	for i := range vs {
+		v := &vs[i]
+		if v.kind != kindCompared {
+			v.res.IDType = v.idType()
+			continue
+		}
+		conn, err := pool.Acquire(ctx)
+		if err != nil {
+			return err
+		}
+		sd, err := conn.Conn().Prepare(ctx, "", "SELECT "+v.def)
+		conn.Release()
+		if err != nil {
+			return v.createError(err)
+		}
+		v.uuid = len(sd.Fields) == 1 && sd.Fields[0].DataTypeOID == pgtype.UUIDOID
+		v.res.IDType = v.idType()
+	}
+	return nil
 }
 
 // openPool opens the pool Run uses: one connection a client and one for
@@ -672,7 +772,7 @@ func (v variant) createError(err error) error {
 // schema (quoted), under a random name, and returns their qualified names
 // and a function that drops them, to be called however Run ends (also
 // when the creation failed halfway).
-func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string, vs []variant) (tables []string, drop func(), err error) {
+func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string, vs []variant, profile string) (tables []string, drop func(), err error) {
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
 	base := fmt.Sprintf("sfgen_bench_%s", hex.EncodeToString(suffix))
@@ -688,7 +788,7 @@ func createScratchTables(ctx context.Context, pool *pgxpool.Pool, schema string,
 		}
 	}
 	for i, t := range tables {
-		if _, err := pool.Exec(ctx, scratchTable(t, vs[i])); err != nil {
+		if _, err := pool.Exec(ctx, scratchTable(t, vs[i], profile)); err != nil {
 			return tables, drop, vs[i].createError(err)
 		}
 	}

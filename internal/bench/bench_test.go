@@ -230,3 +230,63 @@ func TestRunWithoutWalinspect(t *testing.T) {
 		t.Errorf("report:\n%s", text.String())
 	}
 }
+
+// shapeProbe is a Progress writer that, at the first round's line, counts
+// the scratch tables of schema with a note column and an index on at.
+type shapeProbe struct {
+	t              *testing.T
+	conn           *pgx.Conn
+	schema         string
+	noted, indexed int
+	seen           bool
+}
+
+func (p *shapeProbe) Write(b []byte) (int, error) {
+	if !p.seen && bytes.HasPrefix(b, []byte("round 1/")) {
+		p.seen = true
+		if err := p.conn.QueryRow(context.Background(), `
+			SELECT (SELECT pg_catalog.count(*) FROM pg_catalog.pg_attribute a JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
+			        WHERE c.relnamespace = $1::regnamespace AND c.relname LIKE 'sfgen_bench_%' AND a.attname = 'note'),
+			       (SELECT pg_catalog.count(*) FROM pg_catalog.pg_index i JOIN pg_catalog.pg_class c ON c.oid = i.indrelid
+			        JOIN pg_catalog.pg_attribute a ON a.attrelid = c.oid AND a.attnum = i.indkey[0]
+			        WHERE c.relnamespace = $1::regnamespace AND c.relname LIKE 'sfgen_bench_%' AND a.attname = 'at' AND i.indnatts = 1)`,
+			p.schema).Scan(&p.noted, &p.indexed); err != nil {
+			p.t.Error(err)
+		}
+	}
+	return len(b), nil
+}
+
+// TestRunRealistic: the realistic profile commits synchronously, gives
+// every table a 100-byte note and an index on its time column, and
+// reports each variant's primary key bytes per row, a uuid function's
+// with a uuid id (issue 29).
+func TestRunRealistic(t *testing.T) {
+	ctx := context.Background()
+	dsn, conn := benchDB(t)
+	probe := &shapeProbe{t: t, conn: conn, schema: "bench_ids"}
+	res, err := Run(ctx, Config{DSN: dsn, Schema: "bench_ids", Profile: ProfileRealistic, Clients: 2, Duration: 400 * time.Millisecond, Rounds: 2,
+		StatementRows: 2000, StatementRuns: 1, Compare: []string{"pg_catalog.gen_random_uuid"}, Progress: probe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Profile != ProfileRealistic || res.SynchronousCommit != "on" {
+		t.Errorf("profile %q, synchronous_commit %q; want realistic, on", res.Profile, res.SynchronousCommit)
+	}
+	if probe.noted != 3 || probe.indexed != 3 {
+		t.Errorf("%d of the 3 scratch tables have a note, %d an index on at; want all", probe.noted, probe.indexed)
+	}
+	if len(res.Compared) != 1 || res.Compared[0].Variant.IDType != "uuid" || res.Bigserial.IDType != "bigint" || res.Snowflake.IDType != "bigint" {
+		t.Fatalf("id types: bigserial %q, snowflake %q, compared %+v", res.Bigserial.IDType, res.Snowflake.IDType, res.Compared)
+	}
+	uuid := res.Compared[0].Variant
+	for _, v := range []Variant{res.Bigserial, res.Snowflake, uuid} {
+		if v.TableRows < v.Rows || v.PKeyBytes <= 0 || v.PKeyBytesPerRow != float64(v.PKeyBytes)/float64(v.TableRows) {
+			t.Errorf("%s: %d rows (%d in the rounds), primary key %d B, %.1f B/row", v.Name, v.TableRows, v.Rows, v.PKeyBytes, v.PKeyBytesPerRow)
+		}
+	}
+	// A B-tree leaf tuple of a uuid is 8 bytes longer than a bigint's.
+	if uuid.PKeyBytesPerRow <= res.Snowflake.PKeyBytesPerRow {
+		t.Errorf("primary key bytes per row: uuid %.1f, snowflake %.1f; want the uuid's larger", uuid.PKeyBytesPerRow, res.Snowflake.PKeyBytesPerRow)
+	}
+}

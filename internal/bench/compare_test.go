@@ -190,9 +190,9 @@ func TestRunCompareErrors(t *testing.T) {
 		qualify  bool   // the hint to qualify the name
 		want     string
 	}{
-		{"peer.missing", "42883", true, false, "compare function peer.missing() cannot be the DEFAULT of a bigint column"},
-		{"pub_id", "42883", true, true, "compare function pub_id() cannot be the DEFAULT of a bigint column"},
-		{"peer.text_id", "42804", true, false, "compare function peer.text_id() cannot be the DEFAULT of a bigint column"},
+		{"peer.missing", "42883", true, false, "compare function peer.missing() cannot be the DEFAULT of the id"},
+		{"pub_id", "42883", true, true, "compare function pub_id() cannot be the DEFAULT of the id"},
+		{"peer.text_id", "42804", true, false, "compare function peer.text_id() cannot be the DEFAULT of the id"},
 		{"peer.needs_arg", "42883", true, false, "compare function peer.needs_arg()"},
 		{"peer.fails", "P0001", false, false, "inserts with peer.fails(): "},
 	} {
@@ -247,12 +247,12 @@ func TestCompareJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &m); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"clients", "rounds", "round_seconds", "synchronous_commit", "server_version", "node", "bigserial", "snowflake_next_id", "ratio", "round_ratios", "lag", "statement"} {
+	for _, k := range []string{"clients", "rounds", "round_seconds", "profile", "synchronous_commit", "server_version", "node", "bigserial", "snowflake_next_id", "ratio", "round_ratios", "lag", "statement"} {
 		if _, ok := m[k]; !ok {
 			t.Errorf("JSON lacks %q: %s", k, b)
 		}
 	}
-	want := `{"variant":{"name":"snowflake.nextval()","rows":5,"seconds":0,"tps":0,"round_tps":null,"wal_bytes":0,"wal_per_row":0,"seq_wal_per_id":0},"default":"\"snowflake\".\"nextval\"()","ratio":0.8,"round_ratios":[0.7,0.9]}`
+	want := `{"variant":{"name":"snowflake.nextval()","rows":5,"seconds":0,"tps":0,"round_tps":null,"wal_bytes":0,"wal_per_row":0,"seq_wal_per_id":0,"id_type":"","table_rows":0,"pkey_bytes":0,"pkey_bytes_per_row":0},"default":"\"snowflake\".\"nextval\"()","ratio":0.8,"round_ratios":[0.7,0.9]}`
 	if got, _ := json.Marshal(m["compared"].([]any)[0]); !jsonEqual(t, got, want) {
 		t.Errorf("compared as JSON %s, want %s", got, want)
 	}

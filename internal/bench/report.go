@@ -10,8 +10,8 @@ import (
 // WriteText writes r as a short table for people.
 func (r *Result) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "single-row INSERTs, %d clients, %d rounds of %.1fs per variant (alternating), synchronous_commit=%s, PostgreSQL %s, node %d/%d\n",
-		r.Clients, r.Rounds, r.RoundSeconds, r.SynchronousCommit, r.ServerVersion, r.Node[0], r.Node[1])
+	fmt.Fprintf(&b, "single-row INSERTs, %d clients, %d rounds of %.1fs per variant (alternating), %s profile, synchronous_commit=%s, PostgreSQL %s, node %d/%d\n",
+		r.Clients, r.Rounds, r.RoundSeconds, r.Profile, r.SynchronousCommit, r.ServerVersion, r.Node[0], r.Node[1])
 	variants := []Variant{r.Bigserial, r.Snowflake}
 	if r.Native != nil {
 		variants = append(variants, *r.Native)
@@ -23,13 +23,13 @@ func (r *Result) WriteText(w io.Writer) error {
 	for _, v := range variants {
 		width = max(width, len(v.Name))
 	}
-	fmt.Fprintf(&b, "%-*s %10s %10s %11s %12s  %s\n", width, "id default", "rows", "tps", "WAL/row", "seq WAL/ID", "round tps min/median/max")
+	fmt.Fprintf(&b, "%-*s %10s %10s %11s %12s %12s  %s\n", width, "id default", "rows", "tps", "WAL/row", "seq WAL/ID", "pkey B/row", "round tps min/median/max")
 	for _, v := range variants {
 		seq := "n/a"
 		if v.SeqWALPerID >= 0 {
 			seq = fmt.Sprintf("%.1f B", v.SeqWALPerID)
 		}
-		fmt.Fprintf(&b, "%-*s %10d %10.0f %9.1f B %12s  %.0f/%.0f/%.0f\n", width, v.Name, v.Rows, v.TPS, v.WALPerRow, seq,
+		fmt.Fprintf(&b, "%-*s %10d %10.0f %9.1f B %12s %10.1f B  %.0f/%.0f/%.0f\n", width, v.Name, v.Rows, v.TPS, v.WALPerRow, seq, v.PKeyBytesPerRow,
 			quantile(v.RoundTPS, 0), quantile(v.RoundTPS, 0.5), quantile(v.RoundTPS, 1))
 	}
 	if r.SeqWALNote != "" {

@@ -33,8 +33,8 @@ func TestQuantile(t *testing.T) {
 
 func TestWriteText(t *testing.T) {
 	r := &Result{
-		Clients: 8, Rounds: 3, RoundSeconds: 1, SynchronousCommit: "off", ServerVersion: "15.18",
-		Bigserial:   Variant{Name: "bigserial", Rows: 300, TPS: 100, RoundTPS: []float64{90, 100, 110}, WALPerRow: 190, SeqWALPerID: 3},
+		Clients: 8, Rounds: 3, RoundSeconds: 1, Profile: "realistic", SynchronousCommit: "on", ServerVersion: "15.18",
+		Bigserial:   Variant{Name: "bigserial", Rows: 300, TPS: 100, RoundTPS: []float64{90, 100, 110}, WALPerRow: 190, SeqWALPerID: 3, PKeyBytesPerRow: 22.55},
 		Snowflake:   Variant{Name: "snowflake_next_id", Rows: 285, TPS: 95, RoundTPS: []float64{99, 95, 91}, WALPerRow: 192, SeqWALPerID: -1},
 		Ratio:       0.95,
 		RoundRatios: []float64{1.1, 0.95, 0.827},
@@ -46,7 +46,8 @@ func TestWriteText(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"8 clients, 3 rounds of 1.0s per variant",
+		"8 clients, 3 rounds of 1.0s per variant (alternating), realistic profile, synchronous_commit=on,",
+		"      22.6 B  90/100/110",
 		"90/100/110",
 		"91/95/99",
 		"3.0 B", "n/a",
@@ -69,6 +70,7 @@ func TestRunConfig(t *testing.T) {
 		{Config{Clients: 1001}, "clients 1001 out of range [1, 1000]"},
 		{Config{Rounds: -1}, "rounds -1 out of range [1, 600]"},
 		{Config{Rounds: 601}, "rounds 601 out of range [1, 600]"},
+		{Config{Profile: "fast"}, `profile "fast" is not one of magnifying, realistic`},
 		{Config{Duration: time.Second, Rounds: 20}, "duration 1s in 20 rounds is too short to measure: want rounds of 100ms or more"},
 		{Config{Duration: 50 * time.Millisecond}, "duration 50ms out of range [100ms, 24h]"},
 		{Config{Duration: 25 * time.Hour}, "duration 25h out of range [100ms, 24h]"},
@@ -161,7 +163,7 @@ func TestLaterLSN(t *testing.T) {
 // and a statement line, after the native generator's.
 func TestWriteTextCompared(t *testing.T) {
 	r := &Result{
-		Clients: 8, Rounds: 2, RoundSeconds: 1, SynchronousCommit: "off", ServerVersion: "15.18",
+		Clients: 8, Rounds: 2, RoundSeconds: 1, Profile: "magnifying", SynchronousCommit: "off", ServerVersion: "15.18",
 		Bigserial:   Variant{Name: "bigserial", Rows: 200, TPS: 100, RoundTPS: []float64{100, 100}},
 		Snowflake:   Variant{Name: "snowflake_next_id", Rows: 190, TPS: 95, RoundTPS: []float64{95, 95}},
 		Ratio:       0.95,
@@ -169,7 +171,7 @@ func TestWriteTextCompared(t *testing.T) {
 		Native:      &Variant{Name: "snowflake_next_id_native", Rows: 198, TPS: 99, RoundTPS: []float64{99, 99}},
 		NativeRatio: 0.99, NativeRoundRatios: []float64{0.99, 0.99},
 		Compared: []Compared{
-			{Variant: Variant{Name: "snowflake.nextval()", Rows: 180, TPS: 90, RoundTPS: []float64{80, 100}, SeqWALPerID: -1}, Ratio: 0.9, RoundRatios: []float64{0.8, 1}},
+			{Variant: Variant{Name: "snowflake.nextval()", Rows: 180, TPS: 90, RoundTPS: []float64{80, 100}, SeqWALPerID: -1, PKeyBytesPerRow: 22.5}, Ratio: 0.9, RoundRatios: []float64{0.8, 1}},
 			{Variant: Variant{Name: `"A very long schema"."and a long name"()`, Rows: 170, TPS: 85, RoundTPS: []float64{85, 85}, SeqWALPerID: 12}, Ratio: 0.85, RoundRatios: []float64{0.85, 0.85}},
 		},
 		Statement: &Statement{Rows: 1000, Runs: 2, BigserialMedianUs: 1, SnowflakeMedianUs: 1.5, ExtraMedianUs: 0.5, NativeMedianUs: 1.1, NativeExtraMedianUs: 0.1,
@@ -181,8 +183,8 @@ func TestWriteTextCompared(t *testing.T) {
 	}
 	out := b.String()
 	for _, want := range []string{
-		"\nsnowflake.nextval()                             180         90       0.0 B          n/a  80/90/100\n",
-		"\n\"A very long schema\".\"and a long name\"()        170         85       0.0 B       12.0 B  85/85/85\n",
+		"\nsnowflake.nextval()                             180         90       0.0 B          n/a       22.5 B  80/90/100\n",
+		"\n\"A very long schema\".\"and a long name\"()        170         85       0.0 B       12.0 B        0.0 B  85/85/85\n",
 		"\nratio snowflake_next_id_native/bigserial: 0.990 (round by round: median 0.990, 10th-90th percentile 0.990-0.990)\nratio snowflake.nextval()/bigserial: 0.900 (round by round: median 0.900, 10th-90th percentile 0.820-0.980)\nratio \"A very long schema\".\"and a long name\"()/bigserial: 0.850",
 		"\n  and snowflake_next_id_native 1.100 us (median), +0.100 us/row over bigserial\n  and snowflake.nextval() 1.250 us (median), +0.250 us/row over bigserial\n  and \"A very long schema\".\"and a long name\"() 2.000 us (median), +1.000 us/row over bigserial\n",
 	} {
