@@ -41,8 +41,10 @@ pays for its ID.
 
 Then it measures one statement: an INSERT ... SELECT of --statement-rows
 rows (100,000 unless told; 0 skips it) into a fresh table of each shape,
---statement-runs times per variant (5 unless told), alternating, and
-reports each variant's microseconds per row (medians) and the difference.
+--statement-runs times per variant (5 unless told), alternating, each
+after a CHECKPOINT where the role may run one, and reports each variant's
+microseconds per row (medians) and the difference, and the bytes per row
+of its table's primary key index and of the WAL the statement wrote.
 
 With no database (no --dsn and no $DATABASE_URL) it starts a throwaway
 PostgreSQL from the local server binaries, installs sfgen into it for

@@ -41,6 +41,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -263,6 +264,22 @@ type Statement struct {
 	NativeExtraMedianUs float64   `json:"native_extra_median_us,omitempty"`
 	// Compared holds the runs of Config.Compare's functions, in its order.
 	Compared []ComparedStatement `json:"compared,omitempty"`
+	// Bytes are what each variant's statement left, in the order of the
+	// report's table (bigserial first): the bytes of its primary key index
+	// per row, and the WAL the statement wrote per row (medians of the
+	// runs). Each run follows a CHECKPOINT where the role may run one
+	// (Checkpointed), so that every run writes the full-page images a
+	// fresh checkpoint costs; otherwise the WAL figures depend on when the
+	// server's last checkpoint was.
+	Bytes        []StatementBytes `json:"bytes"`
+	Checkpointed bool             `json:"checkpointed"`
+}
+
+// StatementBytes is what one variant's one-statement INSERT left.
+type StatementBytes struct {
+	Name            string  `json:"name"`
+	PKeyBytesPerRow float64 `json:"pkey_bytes_per_row"`
+	WALPerRow       float64 `json:"wal_per_row"`
 }
 
 // ComparedStatement is the one-statement measurement of one function of
@@ -633,18 +650,35 @@ func ratios(v, base *Variant) (float64, []float64) {
 // per variant of vs into a fresh table of its shape, cfg.StatementRuns
 // times, in the orders rounds use; each table is dropped after its run.
 func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, vs []variant, cfg Config, progress io.Writer) (*Statement, error) {
-	st := &Statement{Rows: cfg.StatementRows, Runs: cfg.StatementRuns}
+	st := &Statement{Rows: cfg.StatementRows, Runs: cfg.StatementRuns, Checkpointed: true}
 	per := make([][]float64, len(vs))
+	wal := make([][]float64, len(vs))
+	pkey := make([][]float64, len(vs))
 	perm := orders(len(vs))
 	for r := range cfg.StatementRuns {
 		for _, i := range perm[r%len(perm)] {
-			us, err := oneStatement(ctx, pool, schema, vs[i], cfg)
+			if st.Checkpointed {
+				if _, err := pool.Exec(ctx, "CHECKPOINT"); err != nil {
+					var pgErr *pgconn.PgError
+					if !errors.As(err, &pgErr) || pgErr.Code != "42501" {
+						return nil, fmt.Errorf("checkpoint before a statement: %w", err)
+					}
+					st.Checkpointed = false
+					fmt.Fprintf(progress, "no CHECKPOINT before the statements (%v): their WAL figures depend on the server's last one\n", pgErr.Message)
+				}
+			}
+			sr, err := oneStatement(ctx, pool, schema, vs[i], cfg)
 			if err != nil {
 				return nil, err
 			}
-			per[i] = append(per[i], us)
-			fmt.Fprintf(progress, "statement %d/%d %-24s %7.3f us/row\n", r+1, cfg.StatementRuns, vs[i].res.Name, us)
+			per[i] = append(per[i], sr.us)
+			wal[i] = append(wal[i], sr.walPerRow)
+			pkey[i] = append(pkey[i], sr.pkeyPerRow)
+			fmt.Fprintf(progress, "statement %d/%d %-24s %7.3f us/row %7.1f B WAL/row %5.1f B pkey/row\n", r+1, cfg.StatementRuns, vs[i].res.Name, sr.us, sr.walPerRow, sr.pkeyPerRow)
 		}
+	}
+	for i, v := range vs {
+		st.Bytes = append(st.Bytes, StatementBytes{Name: v.res.Name, PKeyBytesPerRow: quantile(pkey[i], 0.5), WALPerRow: quantile(wal[i], 0.5)})
 	}
 	extra := func(us []float64) float64 {
 		diffs := make([]float64, len(us))
@@ -673,10 +707,14 @@ func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, vs []
 	return st, nil
 }
 
+// A statementRun is what one statement of oneStatement measured, per
+// row: its time, the WAL it wrote, and its table's primary key index.
+type statementRun struct{ us, walPerRow, pkeyPerRow float64 }
+
 // oneStatement creates a fresh scratch table of variant v's shape,
-// inserts rows into it in one statement, drops it, and returns the
-// statement's microseconds per row.
-func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v variant, cfg Config) (float64, error) {
+// inserts cfg.StatementRows rows into it in one statement, drops it, and
+// returns what the statement measured.
+func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v variant, cfg Config) (statementRun, error) {
 	rows := cfg.StatementRows
 	suffix := make([]byte, 4)
 	rand.Read(suffix)
@@ -687,13 +725,33 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v vari
 		pool.Exec(cctx, "DROP TABLE IF EXISTS "+table)
 	}()
 	if _, err := pool.Exec(ctx, scratchTable(table, v, cfg.Profile)); err != nil {
-		return 0, v.createError(err)
+		return statementRun{}, v.createError(err)
+	}
+	// One connection for the statement and its WAL positions: the
+	// insert position it reads is the server's, so other sessions' WAL
+	// counts too (on a busy server, run the bench where it is quiet).
+	conn, err := pool.Acquire(ctx)
+	if err != nil {
+		return statementRun{}, err
+	}
+	defer conn.Release()
+	var start string
+	if err := conn.QueryRow(ctx, "SELECT pg_catalog.pg_current_wal_insert_lsn()::text").Scan(&start); err != nil {
+		return statementRun{}, err
 	}
 	t0 := time.Now()
-	if _, err := pool.Exec(ctx, "INSERT INTO "+table+" (client) SELECT 0 FROM pg_catalog.generate_series(1, $1::integer)", rows); err != nil {
-		return 0, fmt.Errorf("one-statement insert, %s: %w", v.res.Name, err)
+	if _, err := conn.Exec(ctx, "INSERT INTO "+table+" (client) SELECT 0 FROM pg_catalog.generate_series(1, $1::integer)", rows); err != nil {
+		return statementRun{}, fmt.Errorf("one-statement insert, %s: %w", v.res.Name, err)
 	}
-	return float64(time.Since(t0).Microseconds()) / float64(rows), nil
+	us := float64(time.Since(t0).Microseconds()) / float64(rows)
+	var walBytes, pkeyBytes int64
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint,
+			(SELECT pg_catalog.pg_relation_size(c.conindid) FROM pg_catalog.pg_constraint c
+			 WHERE c.conrelid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) 'p')`, start, table).
+		Scan(&walBytes, &pkeyBytes); err != nil {
+		return statementRun{}, fmt.Errorf("one-statement insert, %s: its WAL and primary key: %w", v.res.Name, err)
+	}
+	return statementRun{us: us, walPerRow: float64(walBytes) / float64(rows), pkeyPerRow: float64(pkeyBytes) / float64(rows)}, nil
 }
 
 // scratchTable is the CREATE TABLE of a scratch table (quoted, qualified)

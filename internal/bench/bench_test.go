@@ -289,4 +289,18 @@ func TestRunRealistic(t *testing.T) {
 	if uuid.PKeyBytesPerRow <= res.Snowflake.PKeyBytesPerRow {
 		t.Errorf("primary key bytes per row: uuid %.1f, snowflake %.1f; want the uuid's larger", uuid.PKeyBytesPerRow, res.Snowflake.PKeyBytesPerRow)
 	}
+	// The same of the one-statement tables, 2,000 rows each, and their
+	// WAL: at least the rows' 100-byte notes.
+	st := res.Statement
+	if st == nil || len(st.Bytes) != 3 {
+		t.Fatalf("statement %+v; want the bytes of 3 variants", st)
+	}
+	for i, name := range []string{"bigserial", "snowflake_next_id", "pg_catalog.gen_random_uuid()"} {
+		if b := st.Bytes[i]; b.Name != name || b.PKeyBytesPerRow <= 0 || b.WALPerRow < 100 {
+			t.Errorf("statement bytes %d: %+v; want %s's, pkey > 0, WAL >= 100 B a row", i, b, name)
+		}
+	}
+	if st.Bytes[2].PKeyBytesPerRow <= st.Bytes[1].PKeyBytesPerRow {
+		t.Errorf("one statement's primary key bytes per row: uuid %.1f, snowflake %.1f; want the uuid's larger", st.Bytes[2].PKeyBytesPerRow, st.Bytes[1].PKeyBytesPerRow)
+	}
 }

@@ -54,6 +54,16 @@ func (r *Result) WriteText(w io.Writer) error {
 		for _, c := range st.Compared {
 			fmt.Fprintf(&b, "  and %s %.3f us (median), %+.3f us/row over bigserial\n", c.Name, c.MedianUs, c.ExtraMedianUs)
 		}
+		if len(st.Bytes) > 0 {
+			after := "after a CHECKPOINT each"
+			if !st.Checkpointed {
+				after = "no CHECKPOINT allowed before them, so the WAL depends on the server's last one"
+			}
+			fmt.Fprintf(&b, "its table's primary key and its WAL per row at %d rows (medians; %s):\n", st.Rows, after)
+			for _, x := range st.Bytes {
+				fmt.Fprintf(&b, "  %-*s pkey %6.1f B  WAL %7.1f B\n", width, x.Name, x.PKeyBytesPerRow, x.WALPerRow)
+			}
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
