@@ -26,6 +26,7 @@ var released = map[string]string{
 	"00003_sfgen_release_3.sql": "aea246b3434d5cbd482cbb01c8bc6ab776bb9d6b29a5b7912966e798d48f02fb", // release 3: no node nobody chose, node leases
 	"00004_sfgen_release_4.sql": "7a0974236ff1433a660a1f5126ec9e659a3cf39357adde0de2526f2200ad1ed5", // release 4: trusted schemas, one node registry, private lease state
 	"00005_sfgen_release_5.sql": "1530cf91dd930f49152c94369ccffec1b62cb95cdd16de1775a53f8455f931c1", // release 5: no node nobody chose on the goose route, the catch-up reaches the clock in narrow layouts
+	"00006_sfgen_release_6.sql": "8b07c8b6f0d0c4152118da851debe07e572f4b275a68477097c30523d6f5b2e8", // release 6: exact first_id and last_id at any time, a fast path with four calls fewer
 }
 
 // TestReleasedFilesNeverChange fails when a released migration's bytes

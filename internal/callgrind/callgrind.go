@@ -5,7 +5,12 @@
 //
 // Each figure is a difference: a 100,000-row INSERT ... SELECT into a
 // table whose id has the default, less the same INSERT with explicit ids,
-// divided by the rows. The SQL and native generators are counted twice:
+// divided by the rows. A second figure is per statement: 20,000
+// single-row INSERTs, prepared, in one transaction, with the clock frozen,
+// less as many with explicit ids; besides the call itself it counts what
+// every execution of a statement pays for its default's expression
+// (setting up each function and operator in it), which a bulk INSERT pays
+// once. The SQL and native generators are counted twice:
 // with the clock frozen by libfaketime, so that no call falls behind the
 // clock and every one takes the fast path (less libfaketime's own
 // instructions per clock read, counted apart), and with the real clock,
@@ -16,6 +21,7 @@ package callgrind
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +57,11 @@ type Table struct {
 	// CatchUps counts its calls of snowflake_next_state(), the SQL
 	// generator's catch-up (the native one catches up in C, uncounted).
 	CatchUps bool
+	// Plain is the table (id ..., c int) without a default that its
+	// figure is over, and PlainID the id its baseline INSERT gives every
+	// row; "" means Options.Plain and the row number g. (A uuid id's
+	// baseline is a uuid table with one constant id.)
+	Plain, PlainID string
 }
 
 // Options says what Measure counts.
@@ -58,6 +69,9 @@ type Options struct {
 	Cluster *pgcluster.Cluster // a throwaway cluster, set up; Measure stops its server
 	DB      string             // the database with the tables
 	Rows    int                // rows per INSERT; 0 means 100,000
+	// Statements is the number of single-row INSERTs per table; 0 means
+	// 20,000, -1 none.
+	Statements int
 	// Plain is a table (id bigint, c int) with no default, the baseline;
 	// Tables have (id ..., c int) with id's default to count.
 	Plain  string
@@ -76,11 +90,15 @@ type Figure struct {
 	// PerCatchUp what each cost over the fast path (Table.CatchUps only).
 	CatchUps   int64   `json:"catch_ups,omitempty"`
 	PerCatchUp float64 `json:"per_catch_up,omitempty"`
+	// PerStatement is what the default adds to a single-row prepared
+	// INSERT, the clock frozen; 0 when Options.Statements is -1.
+	PerStatement float64 `json:"per_statement,omitempty"`
 }
 
 // A Report is what Measure found.
 type Report struct {
 	Rows          int      `json:"rows"`
+	Statements    int      `json:"statements"`
 	ClockOverhead float64  `json:"clock_overhead"` // libfaketime's instructions per clock read
 	Figures       []Figure `json:"figures"`
 	Runs          []Run    `json:"runs"`
@@ -106,7 +124,10 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 	if o.Rows == 0 {
 		o.Rows = 100_000
 	}
-	r := &Report{Rows: o.Rows}
+	if o.Statements == 0 {
+		o.Statements = 20_000
+	}
+	r := &Report{Rows: o.Rows, Statements: max(o.Statements, 0)}
 	// Frozen an hour back: every state sfgen made since is ahead of it, so
 	// no call catches up.
 	frozen := []string{"LD_PRELOAD=" + faketime, "FAKETIME=" + time.Now().UTC().Add(-time.Hour).Format("2006-01-02 15:04:05"), "TZ=UTC"}
@@ -132,11 +153,25 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 		r.Runs = append(r.Runs, res)
 		return res, nil
 	}
-	insert := func(table string, explicit bool) string {
-		if explicit {
-			return fmt.Sprintf("INSERT INTO public.%s (id, c) SELECT g, g FROM pg_catalog.generate_series(1, %d) g", table, o.Rows)
+	insert := func(table, id string) string {
+		if id != "" {
+			return fmt.Sprintf("INSERT INTO public.%s (id, c) SELECT %s, g FROM pg_catalog.generate_series(1, %d) g", table, id, o.Rows)
 		}
 		return fmt.Sprintf("INSERT INTO public.%s (c) SELECT g FROM pg_catalog.generate_series(1, %d) g", table, o.Rows)
+	}
+	// n single-row INSERTs into table, prepared, with id when it is not "".
+	single := func(table, id string) string {
+		lines := []string{fmt.Sprintf("PREPARE sfgen_single AS INSERT INTO public.%s (c) VALUES (1)", table)}
+		if id == "g" {
+			id = "1"
+		}
+		if id != "" {
+			lines[0] = fmt.Sprintf("PREPARE sfgen_single AS INSERT INTO public.%s (id, c) VALUES (%s, 1)", table, id)
+		}
+		for range o.Statements {
+			lines = append(lines, "EXECUTE sfgen_single")
+		}
+		return strings.Join(lines, "\n")
 	}
 	clockReads := fmt.Sprintf("SELECT pg_catalog.count(pg_catalog.clock_timestamp()) FROM pg_catalog.generate_series(1, %d)", o.Rows)
 	realClock, err := run("clock-real", clockReads, nil)
@@ -148,22 +183,54 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 		return nil, err
 	}
 	r.ClockOverhead = float64(frozenClock.Instructions-realClock.Instructions) / float64(o.Rows)
-	base, err := run("plain-real", insert(o.Plain, true), nil)
-	if err != nil {
-		return nil, err
+	// The baselines, each run once for the tables over it.
+	type baseline struct{ real, frozen, single Run }
+	baselines := map[[2]string]baseline{}
+	baselineOf := func(t Table) (baseline, error) {
+		key := [2]string{cmp.Or(t.Plain, o.Plain), cmp.Or(t.PlainID, "g")}
+		if b, ok := baselines[key]; ok {
+			return b, nil
+		}
+		name := key[0]
+		var b baseline
+		var err error
+		if b.real, err = run(name+"-real", insert(key[0], key[1]), nil); err != nil {
+			return b, err
+		}
+		if b.frozen, err = run(name+"-frozen", insert(key[0], key[1]), frozen); err != nil {
+			return b, err
+		}
+		if o.Statements > 0 {
+			if b.single, err = run(name+"-single", single(key[0], key[1]), frozen); err != nil {
+				return b, err
+			}
+		}
+		baselines[key] = b
+		return b, nil
 	}
-	baseFrozen, err := run("plain-frozen", insert(o.Plain, true), frozen)
-	if err != nil {
+	if _, err := baselineOf(Table{}); err != nil {
 		return nil, err
 	}
 	for _, t := range o.Tables {
-		real, err := run(t.Name+"-real", insert(t.Name, false), nil)
+		b, err := baselineOf(t)
+		if err != nil {
+			return nil, err
+		}
+		base, baseFrozen, baseSingle := b.real, b.frozen, b.single
+		real, err := run(t.Name+"-real", insert(t.Name, ""), nil)
 		if err != nil {
 			return nil, err
 		}
 		f := Figure{Default: t.Default, PerRow: float64(real.Instructions-base.Instructions) / float64(o.Rows)}
+		if o.Statements > 0 {
+			sr, err := run(t.Name+"-single", single(t.Name, ""), frozen)
+			if err != nil {
+				return nil, err
+			}
+			f.PerStatement = float64(sr.Instructions-baseSingle.Instructions) / float64(o.Statements)
+		}
 		if t.FastPath {
-			fr, err := run(t.Name+"-frozen", insert(t.Name, false), frozen)
+			fr, err := run(t.Name+"-frozen", insert(t.Name, ""), frozen)
 			if err != nil {
 				return nil, err
 			}
@@ -210,7 +277,7 @@ func totals(path string) (int64, error) {
 // WriteText writes r as a table for people.
 func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "instructions per row of a %d-row INSERT ... SELECT, over the same INSERT with explicit ids (callgrind, single-user backend)\n", r.Rows)
-	fmt.Fprintf(w, "%-34s %10s %10s %10s %12s\n", "id default", "per row", "fast path", "catch-ups", "per catch-up")
+	fmt.Fprintf(w, "%-34s %10s %10s %10s %12s %14s\n", "id default", "per row", "fast path", "catch-ups", "per catch-up", "per statement")
 	for _, f := range r.Figures {
 		fast, catch, per := "", "", ""
 		if f.FastPath != 0 {
@@ -220,7 +287,11 @@ func (r *Report) WriteText(w io.Writer) {
 			catch = strconv.FormatInt(f.CatchUps, 10)
 			per = strconv.FormatFloat(f.PerCatchUp, 'f', 0, 64)
 		}
-		fmt.Fprintf(w, "%-34s %10.0f %10s %10s %12s\n", f.Default, f.PerRow, fast, catch, per)
+		statement := ""
+		if f.PerStatement != 0 {
+			statement = strconv.FormatFloat(f.PerStatement, 'f', 0, 64)
+		}
+		fmt.Fprintf(w, "%-34s %10.0f %10s %10s %12s %14s\n", f.Default, f.PerRow, fast, catch, per, statement)
 	}
-	fmt.Fprintf(w, "(fast path: the clock frozen by libfaketime, its %.0f instructions per clock read taken off; per row: the real clock, whose catch-ups fall due far more often under valgrind; the native generator's catch-ups, in C, are not counted apart)\n", r.ClockOverhead)
+	fmt.Fprintf(w, "(fast path: the clock frozen by libfaketime, its %.0f instructions per clock read taken off; per row: the real clock, whose catch-ups fall due far more often under valgrind; the native generator's catch-ups, in C, are not counted apart; per statement: %d single-row prepared INSERTs, the clock frozen, over as many with explicit ids)\n", r.ClockOverhead, r.Statements)
 }

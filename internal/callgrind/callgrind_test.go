@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,9 +20,22 @@ import (
 )
 
 var (
-	full = flag.Bool("callgrind", false, "count at 100,000 rows and print the report (some minutes)")
-	rows = flag.Int("callgrind-rows", 0, "rows per INSERT (default 100,000 with -callgrind, else 3,000)")
+	full  = flag.Bool("callgrind", false, "count at 100,000 rows and print the report (some minutes)")
+	rows  = flag.Int("callgrind-rows", 0, "rows per INSERT (default 100,000 with -callgrind, else 3,000)")
+	setup listFlag
+	other listFlag
 )
+
+func init() {
+	flag.Var(&setup, "callgrind-setup", "an SQL statement to run in the counted database before its tables are made (CREATE EXTENSION ..., ALTER SYSTEM SET ...); repeatable")
+	flag.Var(&other, "callgrind-compare", "another id default to count, as 'TYPE EXPR' (TYPE bigint or uuid: 'uuid pg_catalog.uuidv7()'); repeatable")
+}
+
+// listFlag holds a repeatable flag's values.
+type listFlag []string
+
+func (c *listFlag) String() string     { return strings.Join(*c, "; ") }
+func (c *listFlag) Set(v string) error { *c = append(*c, v); return nil }
 
 // TestInstructionsPerRow counts bigserial, sfgen's SQL generator and (where
 // the server's headers are installed) its native one. Without -callgrind
@@ -72,6 +86,32 @@ func TestInstructionsPerRow(t *testing.T) {
 		t.Fatal(err)
 	}
 	tables := []Table{{Name: "t_bigserial", Default: "bigserial (nextval)"}, {Name: "t_sql", Default: "snowflake_next_id() (SQL)", FastPath: true, CatchUps: true}}
+	for _, s := range setup {
+		if _, err := conn.Exec(ctx, s); err != nil {
+			t.Fatalf("-callgrind-setup %q: %v", s, err)
+		}
+	}
+	for i, c := range other {
+		typ, expr, _ := strings.Cut(c, " ")
+		name := fmt.Sprintf("t_compare%d", i+1)
+		table := Table{Name: name, Default: expr}
+		switch typ {
+		case "bigint":
+		case "uuid":
+			// Over a uuid table given one constant id.
+			table.Plain, table.PlainID = "t_plain_uuid", "'00000000-0000-0000-0000-000000000000'::pg_catalog.uuid"
+			if _, err := conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS public.t_plain_uuid (id uuid, c int)"); err != nil {
+				t.Fatal(err)
+			}
+		default:
+			t.Fatalf("-callgrind-compare %q: want 'bigint EXPR' or 'uuid EXPR'", c)
+		}
+		// A test flag of the developer's, pasted as the flag says.
+		if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE TABLE public.%s (id %s DEFAULT %s, c int)", name, typ, expr)); err != nil {
+			t.Fatalf("-callgrind-compare %q: %v", c, err)
+		}
+		tables = append(tables, table)
+	}
 	if so, err := buildNative(ctx, t, c); err != nil {
 		t.Logf("no native generator counted: %v", err)
 	} else if err := native.InstallSideBySide(ctx, conn, "public", so); err != nil {
@@ -89,7 +129,11 @@ func TestInstructionsPerRow(t *testing.T) {
 		n = 3000
 	}
 	start := time.Now()
-	r, err := Measure(ctx, Options{Cluster: c, DB: "cg", Rows: n, Plain: "t_plain", Tables: tables})
+	statements := 0 // Measure's 20,000
+	if !*full {
+		statements = 300
+	}
+	r, err := Measure(ctx, Options{Cluster: c, DB: "cg", Rows: n, Statements: statements, Plain: "t_plain", Tables: tables})
 	if errors.Is(err, ErrUnavailable) {
 		t.Skip(err)
 	}
@@ -114,6 +158,10 @@ func TestInstructionsPerRow(t *testing.T) {
 		// explained yet, so not judged.)
 		if strings.HasSuffix(f.Default, "(SQL)") && (f.FastPath <= 0 || f.FastPath >= f.PerRow || f.CatchUps == 0 || f.PerCatchUp <= 0) {
 			t.Errorf("%s: %+v; want a fast path below the real-clock figure, which has catch-ups, and their cost", f.Default, f)
+		}
+		// A single-row INSERT sets up the default's expression each time.
+		if strings.HasSuffix(f.Default, "(SQL)") && f.PerStatement <= f.FastPath {
+			t.Errorf("%s: %.0f instructions per single-row statement, %.0f per row of one statement; want more per statement", f.Default, f.PerStatement, f.FastPath)
 		}
 	}
 }

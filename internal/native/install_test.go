@@ -258,7 +258,7 @@ var catchUpLoop = regexp.MustCompile(`(?s)            -- so setval\(\) the state
 
 // protocol returns the parts of a release's script that make up the
 // state protocol: the state and guard sequences, snowflake_next_state()
-// (without release 5's catchUpLoop) and snowflake_next_id().
+// (without release 5's catchUpLoop) and snowflake_next_id()'s skeleton.
 func protocol(t *testing.T, release int) []string {
 	t.Helper()
 	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter}, release)
@@ -286,15 +286,40 @@ func protocol(t *testing.T, release int) []string {
 			part = catchUpLoop.ReplaceAllString(part, "")
 			part = strings.Replace(part, "            -- takes, except at most one each that read the guard before;\n", "            -- takes, except at most one each that read the guard before;\n            -- so move the state only if the clock is more than that many\n            -- values past it now.\n", 1)
 		}
+		if strings.Contains(p.from, "snowflake_next_id()") {
+			part = fastPathSkeleton(part)
+		}
 		parts = append(parts, part)
 	}
 	return parts
 }
 
+// fastPathSkeleton keeps of snowflake_next_id() the lines that make its
+// part of the protocol: the guard read in CASE's condition, before the
+// nextval() of the state, and the slow path otherwise. How it composes
+// the ID from the state (release 6 changed that; the verify and generator
+// tests hold every release to the Go composer) and when it finds a
+// catch-up due (release 6 without random()) are not the protocol: the C
+// code has its own window.
+func fastPathSkeleton(part string) string {
+	var keep []string
+	for _, line := range strings.Split(part, "\n") {
+		line = strings.TrimSpace(line)
+		for _, mark := range []string{"WHEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) pg_catalog.to_timestamp(",
+			`(pg_catalog.pg_sequence_last_value('"public".snowflake_catch_up_guard'::pg_catalog.regclass)::pg_catalog.float8`,
+			`THEN pg_catalog.nextval('"public".snowflake_state'::pg_catalog.regclass)`, `ELSE "public".snowflake_next_state()`} {
+			if line == mark {
+				keep = append(keep, line)
+			}
+		}
+	}
+	return strings.Join(keep, "\n")
+}
+
 // TestReleasesShareTheProtocol: every release the native generator
 // installs over (native.Releases, those sqlgen renders) has release 2's
-// state objects, slow path and fast path, byte for byte: the C code
-// follows that one protocol. A release that changes it fails here, until
+// state objects and slow path byte for byte, and its fast path's
+// skeleton (fastPathSkeleton): the C code follows that one protocol. A release that changes it fails here, until
 // the C code follows it too.
 func TestReleasesShareTheProtocol(t *testing.T) {
 	want := protocol(t, native.Release)

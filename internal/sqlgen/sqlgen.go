@@ -250,8 +250,15 @@ const (
 	// CatchUpAfter is the age of the last catch-up from which a call may
 	// take the slow path and catch up.
 	CatchUpAfter = 6 * time.Millisecond
-	// StaleAfter is the age from which every call takes the slow path.
+	// StaleAfter is the age from which every call takes the slow path in
+	// releases 2 to 5 (and in the native generator), which send calls
+	// there with a chance that grows from 0 at CatchUpAfter.
 	StaleAfter = 8 * time.Millisecond
+	// CatchUpDue is, from release 6, the age from which every call of the
+	// SQL generator takes the slow path: the middle of releases 2 to 5's
+	// spread, so catch-ups come as often, without random() in the fast
+	// path.
+	CatchUpDue = 7 * time.Millisecond
 	// LagLimit is how far behind the clock the slow path still uses the
 	// state; further behind, it waits for a catch-up.
 	LagLimit = 9 * time.Millisecond
@@ -322,6 +329,7 @@ type templateData struct {
 	// path waits for a catch-up rather than use a state more than LagLimitMs
 	// behind the clock.
 	CatchUpMs, StaleMs, CatchUpSpreadMs, LagLimitMs int64
+	DueMs                                           int64 // from release 6: CatchUpDue
 
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
@@ -402,6 +410,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
+		DueMs: CatchUpDue.Milliseconds(),
 
 		KnownFunctions: catalog.KnownFunctions, KnownFunctionNames: catalog.KnownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
 		LeaseFunctionNames:  catalog.LeaseFunctionNames,

@@ -374,9 +374,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'numeric_value_out_of_range',
             MESSAGE = pg_catalog.format('timestamp %s out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)', t);
     END IF;
-    -- The first millisecond at or after t. Exactly, at any time PostgreSQL holds: the
-    -- whole minutes since the Unix epoch (which extract() divides exactly)
-    -- and the microseconds into the minute.
+    -- The first millisecond at or after t. Exactly, at any time PostgreSQL
+    -- holds: the whole minutes since the Unix epoch (which extract()
+    -- divides exactly) and the microseconds into the minute.
     u := pg_catalog.timezone('UTC', t);
     ms := pg_catalog.ceil((pg_catalog.extract('epoch', pg_catalog.date_trunc('minute', u)) OPERATOR(pg_catalog.*) 1000)
         OPERATOR(pg_catalog.+) (pg_catalog.extract('microseconds', u) OPERATOR(pg_catalog./) 1000));
@@ -406,9 +406,9 @@ BEGIN
         RAISE EXCEPTION USING ERRCODE = 'numeric_value_out_of_range',
             MESSAGE = pg_catalog.format('timestamp %s out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)', t);
     END IF;
-    -- The last millisecond at or before t. Exactly, at any time PostgreSQL holds: the
-    -- whole minutes since the Unix epoch (which extract() divides exactly)
-    -- and the microseconds into the minute.
+    -- The last millisecond at or before t. Exactly, at any time PostgreSQL
+    -- holds: the whole minutes since the Unix epoch (which extract()
+    -- divides exactly) and the microseconds into the minute.
     u := pg_catalog.timezone('UTC', t);
     ms := pg_catalog.floor((pg_catalog.extract('epoch', pg_catalog.date_trunc('minute', u)) OPERATOR(pg_catalog.*) 1000)
         OPERATOR(pg_catalog.+) (pg_catalog.extract('microseconds', u) OPERATOR(pg_catalog./) 1000));
@@ -439,8 +439,7 @@ COMMENT ON FUNCTION "ids".snowflake_last_id(pg_catalog.timestamptz) IS
 -- millisecond of the last catch-up, and 0 while one runs.
 --
 -- Fast path: snowflake_next_id() reads the guard; while the last catch-up
--- is recent (under 6 ms old, and, with a chance that falls to 0 at
--- 8 ms, a little older), nextval() alone makes the ID: no lock, no
+-- is recent (under 7 ms old), nextval() alone makes the ID: no lock, no
 -- write but the sequence's own (one WAL record per 32 IDs). Its
 -- millisecond is then at least the catch-up's, so at most ~8 ms behind
 -- the clock; or ahead of the clock, when the clock stepped back or IDs
@@ -1056,11 +1055,14 @@ $do$;
 -- or overloads later. CASE tests its condition first: the guard is read
 -- before nextval(). A NULL guard (never set, or an unlogged sequence after
 -- a crash) or 0 (a catch-up running) fails the test and so takes the slow
--- path. Once the last catch-up is 6 ms old, each call takes the slow
--- path (and catches up) with a chance that grows to 1 at 8 ms: one
--- session catches up while the others carry on, instead of all of them
--- queueing for it. The clock here only decides that, so a float is
--- precise enough; the time in the ID comes from the state. An expression
+-- path. Once the last catch-up is 7 ms old, each call takes the slow
+-- path, which catches up (the first) or, finding the lock taken, uses the
+-- value it took (NOWAIT: none queues). (Releases 2 to 5 sent a call there
+-- with a chance that grew from 0 at 6 ms to 1 at 8 ms, with random():
+-- three more calls in the expression, whose set-up every execution of an
+-- INSERT pays, ~2,400 instructions of a single-row INSERT's.) The clock
+-- here only decides that, so a float is precise enough; the time in the
+-- ID comes from the state. An expression
 -- has no variables, so the state is used once: the node's bits, masked to
 -- their width by the cast to bit(10), go with overlay() into the low 54
 -- bits of the state less the epoch's (all of an ID's bits but the node's;
@@ -1075,8 +1077,7 @@ RETURN pg_catalog.overlay(
     ((CASE
         WHEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) pg_catalog.to_timestamp(
                 (pg_catalog.pg_sequence_last_value('"ids".snowflake_catch_up_guard'::pg_catalog.regclass)::pg_catalog.float8
-                    OPERATOR(pg_catalog.+) (8 OPERATOR(pg_catalog.-) (2 OPERATOR(pg_catalog.*) pg_catalog.random())))
-                OPERATOR(pg_catalog./) 1000)
+                    OPERATOR(pg_catalog.+) 7) OPERATOR(pg_catalog./) 1000)
             THEN pg_catalog.nextval('"ids".snowflake_state'::pg_catalog.regclass)
         ELSE "ids".snowflake_next_state()
     END) OPERATOR(pg_catalog.-) 5279068056195072)::bit(54),
