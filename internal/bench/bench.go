@@ -608,9 +608,7 @@ func Run(ctx context.Context, cfg Config) (*Result, error) {
 		vr := v.res
 		vr.TPS = float64(vr.Rows) / vr.Seconds
 		vr.WALPerRow = float64(vr.WALBytes) / float64(vr.Rows)
-		if err := pool.QueryRow(ctx, `SELECT (SELECT pg_catalog.count(*) FROM `+tables[i]+`),
-				(SELECT pg_catalog.pg_relation_size(c.conindid) FROM pg_catalog.pg_constraint c
-				 WHERE c.conrelid OPERATOR(pg_catalog.=) $1::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) 'p')`, tables[i]).
+		if err := pool.QueryRow(ctx, `SELECT (SELECT pg_catalog.count(*) FROM `+tables[i]+`), `+pkeySize("$1"), tables[i]).
 			Scan(&vr.TableRows, &vr.PKeyBytes); err != nil {
 			return nil, fmt.Errorf("primary key size, %s: %w", vr.Name, err)
 		}
@@ -707,6 +705,13 @@ func runStatements(ctx context.Context, pool *pgxpool.Pool, schema string, vs []
 	return st, nil
 }
 
+// pkeySize is a scalar subquery: the bytes of the primary key index of
+// the table that the query parameter param (as "$1") names.
+func pkeySize(param string) string {
+	return `(SELECT pg_catalog.pg_relation_size(c.conindid) FROM pg_catalog.pg_constraint c
+		WHERE c.conrelid OPERATOR(pg_catalog.=) ` + param + `::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) 'p')`
+}
+
 // A statementRun is what one statement of oneStatement measured, per
 // row: its time, the WAL it wrote, and its table's primary key index.
 type statementRun struct{ us, walPerRow, pkeyPerRow float64 }
@@ -745,9 +750,7 @@ func oneStatement(ctx context.Context, pool *pgxpool.Pool, schema string, v vari
 	}
 	us := float64(time.Since(t0).Microseconds()) / float64(rows)
 	var walBytes, pkeyBytes int64
-	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint,
-			(SELECT pg_catalog.pg_relation_size(c.conindid) FROM pg_catalog.pg_constraint c
-			 WHERE c.conrelid OPERATOR(pg_catalog.=) $2::pg_catalog.regclass AND c.contype OPERATOR(pg_catalog.=) 'p')`, start, table).
+	if err := conn.QueryRow(ctx, `SELECT pg_catalog.pg_wal_lsn_diff(pg_catalog.pg_current_wal_insert_lsn(), $1::pg_lsn)::bigint, `+pkeySize("$2"), start, table).
 		Scan(&walBytes, &pkeyBytes); err != nil {
 		return statementRun{}, fmt.Errorf("one-statement insert, %s: its WAL and primary key: %w", v.res.Name, err)
 	}
