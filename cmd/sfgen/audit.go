@@ -25,7 +25,9 @@ once and aggregates it in PostgreSQL by hash (one row per node comes back,
 never one per ID): one sequential scan, which for a plain table of 8 MB or
 more --workers connections (2 unless told) share, each a range of its
 pages, all in one snapshot (docs/verify.md gives the cost against a SELECT
-count(*)).
+count(*)). A Citus distributed table, audited through the coordinator, is
+aggregated on the workers, each over its shards: a few rows per shard
+come back to the coordinator.
 
 It reports the rows; each node found (datacenter_id, machine_id, rows,
 first and last time); the IDs dated after the database's now() plus
@@ -163,6 +165,9 @@ func aheadLeases(ctx context.Context, db *sql.DB, l snowflake.Layout) ([]catalog
 
 func printAudit(w io.Writer, r *audit.Report, layoutName string, ahead []catalog.AheadLease, unread []string, legacy convert.LegacyBound) {
 	fmt.Fprintf(w, "table     %s.%s, column %s, layout %s\n", r.Schema, r.Table, r.Column, layoutName)
+	if r.Distributed {
+		fmt.Fprintf(w, "citus     distributed table: aggregated on the workers, one row per shard and node back\n")
+	}
 	fmt.Fprintf(w, "rows      %d (%d NULL)\n", r.Rows, r.Nulls)
 	if legacy.Found {
 		fmt.Fprintf(w, "legacy    %d (below %s, the first ID after 'sfgen convert' moved the column to %s.snowflake_next_id(): values from before, not IDs)\n",

@@ -194,6 +194,14 @@ type Options struct {
 	// transaction, when the table has 1024 pages (8 MB) or more and Run
 	// is given a *sql.DB; 0 means DefaultWorkers, 1 one statement.
 	Workers int
+
+	// Distributed says the table is one that Citus spreads over its
+	// nodes (it is in pg_dist_partition; Run finds out itself). Query
+	// then leaves its subqueries for the planner to flatten, so that
+	// Citus aggregates each shard on its worker and the coordinator
+	// receives a few rows per shard, not every row of the table (a
+	// subquery kept apart with OFFSET 0 cannot be pushed down).
+	Distributed bool
 }
 
 // DefaultWorkers is Options.Workers when 0: PostgreSQL would scan with
@@ -286,6 +294,7 @@ type Report struct {
 	MaxTime           *time.Time `json:"max_time"`
 	Nodes             []Node     `json:"nodes"`
 	Skew              *Skew      `json:"skew,omitempty"`
+	Distributed       bool       `json:"distributed,omitempty"` // a Citus distributed table, aggregated on the workers
 }
 
 // Clean reports whether the table has no future and no invalid IDs.
@@ -366,12 +375,18 @@ func buildQuery(o Options, chunk bool) string {
 	}
 	// OFFSET 0 keeps each subquery apart: flattened, PostgreSQL would
 	// compute the skew (and the node key) once for every reference to it,
-	// and estimate one group per row.
-	fmt.Fprintf(&d, "\n  FROM (SELECT %s FROM %s.%s AS r%s) AS x OFFSET 0) AS d", src, pgident.Quote(o.Schema), pgident.Quote(o.Table), where)
+	// and estimate one group per row. Not on a distributed table, where
+	// it would keep Citus from aggregating on the workers: each worker's
+	// shards are small, and the references cost less than the rows.
+	apart := " OFFSET 0"
+	if o.Distributed {
+		apart = ""
+	}
+	fmt.Fprintf(&d, "\n  FROM (SELECT %s FROM %s.%s AS r%s) AS x%s) AS d", src, pgident.Quote(o.Schema), pgident.Quote(o.Table), where, apart)
 	from := d.String()
 	if timed {
-		from = fmt.Sprintf("(SELECT d.*, pg_catalog.abs(d.skew) AS a, pg_catalog.floor(pg_catalog.ln(1::pg_catalog.float8%spg_catalog.abs(d.skew))%s%d::pg_catalog.float8)::pg_catalog.int8 AS b\n  FROM %s OFFSET 0) AS d",
-			op("+"), op("*"), HistogramBucketsPerE, from)
+		from = fmt.Sprintf("(SELECT d.*, pg_catalog.abs(d.skew) AS a, pg_catalog.floor(pg_catalog.ln(1::pg_catalog.float8%spg_catalog.abs(d.skew))%s%d::pg_catalog.float8)::pg_catalog.int8 AS b\n  FROM %s%s) AS d",
+			op("+"), op("*"), HistogramBucketsPerE, from, apart)
 	}
 
 	var b strings.Builder
@@ -486,6 +501,9 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
 		return nil, err
 	}
+	if o.Distributed, err = distributed(ctx, tx, o); err != nil {
+		return nil, err
+	}
 	var r *Report
 	if pages, ok := chunkable(ctx, tx, db, o); ok {
 		r, err = scanChunks(ctx, tx, db.(conner), o, pages)
@@ -495,6 +513,7 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit %s.%s: %w", o.Schema, o.Table, err)
 	}
+	r.Distributed = o.Distributed
 	if o.LegacyBelow != 0 {
 		if r.Legacy, err = countLegacy(ctx, tx, o); err != nil {
 			return nil, fmt.Errorf("audit %s.%s: count the legacy values: %w", o.Schema, o.Table, err)
@@ -503,6 +522,28 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 		r.LegacyBelow = strconv.FormatInt(o.LegacyBelow, 10)
 	}
 	return r, tx.Commit()
+}
+
+// distributed reports whether o's table is one that Citus spreads over
+// its nodes: a row of pg_dist_partition, which only a database with the
+// Citus extension has (in pg_catalog, where only a superuser creates).
+func distributed(ctx context.Context, tx *sql.Tx, o Options) (bool, error) {
+	var citus bool
+	if err := tx.QueryRowContext(ctx, `SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&citus); err != nil {
+		return false, fmt.Errorf("look for Citus: %w", err)
+	}
+	if !citus {
+		return false, nil
+	}
+	var dist bool
+	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
+		JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.logicalrelid::pg_catalog.oid
+		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2)`, o.Schema, o.Table).Scan(&dist)
+	if err != nil {
+		return false, fmt.Errorf("look up %s.%s in Citus' pg_dist_partition: %w", o.Schema, o.Table, err)
+	}
+	return dist, nil
 }
 
 // A conner hands out connections of its own: *sql.DB.

@@ -83,8 +83,8 @@ func TestPlantedAnomalies(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Rows != 7 || r.Nulls != 1 || r.Invalid != 1 || r.Future != 1 || r.Clean() {
-				t.Errorf("rows %d nulls %d invalid %d future %d clean %v; want 7 1 1 1 false", r.Rows, r.Nulls, r.Invalid, r.Future, r.Clean())
+			if r.Rows != 7 || r.Nulls != 1 || r.Invalid != 1 || r.Future != 1 || r.Clean() || r.Distributed {
+				t.Errorf("rows %d nulls %d invalid %d future %d clean %v distributed %v; want 7 1 1 1 false false", r.Rows, r.Nulls, r.Invalid, r.Future, r.Clean(), r.Distributed)
 			}
 			want := []audit.Node{
 				{Datacenter: 1, Machine: 2, Rows: 3, First: ms(t0), Last: ms(t2)},

@@ -301,6 +301,10 @@ func (c *Cluster) dsnFor(db string) string {
 	return fmt.Sprintf("postgres://postgres@/%s?host=%s&port=%d&sslmode=disable", url.PathEscape(db), host, port)
 }
 
+// Address returns the server's socket directory and port, as libpq's
+// host and port take them (and Citus' node names).
+func (c *Cluster) Address() (host string, portNumber int) { return c.dir, port }
+
 // BinDir returns the directory of the server binaries the cluster runs,
 // where psql and pgbench usually are too.
 func (c *Cluster) BinDir() string { return c.binDir }
