@@ -9,6 +9,7 @@ import (
 	"math"
 	"strings"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -60,12 +61,22 @@ shared (each pair: a and b, indexes into targets, a_maker and b_maker,
 with their datacenter, machine and layout).
 Databases are named user@host:port/database; passwords are never shown.
 
+Citus: one --dsn whose database is a Citus cluster's (its pg_dist_node
+lists nodes), without --datacenter and --machine, runs the fleet check
+over every active primary node of the cluster, each reached with the
+--dsn's user, password and settings at the host and port pg_dist_node
+gives, and named "(citus coordinator)" or "(citus worker)". As every node
+can take writes, a node where the schema has no sfgen or no node set
+fails the check too ("missing" in --json, with "citus": true).
+docs/citus.md has more.
+
 Examples:
   sfgen node --dsn postgres://app@localhost/app
   sfgen node --dsn postgres://owner@db1/app --datacenter 1 --machine 4
   DATABASE_URL=postgres://owner@db2/app sfgen node --schema ids --machine 5
   sfgen node --dsn postgres://app@db1/app --dsn postgres://app@db2/app --dsn postgres://app@db3/app
   sfgen node --dsn postgres://app@db1/app --schema public --schema ids --json
+  sfgen node --dsn postgres://app@coordinator/app --schema ids    # a Citus cluster: every node
 `
 
 func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -105,6 +116,15 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return c.usageError("--datacenter and --machine set the node of one schema in one database; give one --dsn and one --schema, not %d and %d", max(len(dsns), 1), len(schemas))
 		case *asJSON:
 			return c.usageError("--json lists nodes; it does not go with --datacenter or --machine")
+		}
+	}
+	if !node.given() && len(dsns) <= 1 && len(schemas) == 1 {
+		dsn := ""
+		if len(dsns) == 1 {
+			dsn = dsns[0]
+		}
+		if nodes := c.citusNodes(ctx, dsnOrEnv(dsn)); nodes != nil {
+			return c.citusFleetCheck(ctx, dsnOrEnv(dsn), nodes, schemas[0], *asJSON)
 		}
 	}
 	if len(dsns) > 1 || len(schemas) > 1 || *asJSON {
@@ -260,6 +280,78 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 	return exitOK
 }
 
+// citusNodes returns the nodes of the Citus cluster whose database dsn
+// names (catalog.ReadCitusNodes), or nil when it has no Citus or no node
+// listed, or cannot be read: the one-database path then says why.
+func (c *cli) citusNodes(ctx context.Context, dsn string) []catalog.CitusNode {
+	if dsn == "" {
+		return nil
+	}
+	db, err := openDB(ctx, dsn)
+	if err != nil {
+		return nil
+	}
+	defer db.Close()
+	nodes, _, err := catalog.ReadCitusNodes(ctx, catalog.DB(db))
+	if err != nil || len(nodes) == 0 {
+		return nil
+	}
+	return nodes
+}
+
+// citusFleetCheck is the fleet check of a Citus cluster: schema in the
+// database dsn names, on every node of the cluster (reached with dsn's
+// user, password and settings at the host and port pg_dist_node gives),
+// with dsn's own database first when the coordinator is not listed.
+func (c *cli) citusFleetCheck(ctx context.Context, dsn string, nodes []catalog.CitusNode, schema string, asJSON bool) int {
+	parsed, err := catalog.ParseSchema(schema)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	cfg, err := connect.Config(dsn)
+	if err != nil {
+		return c.connectError(err)
+	}
+	name := func(cfg *pgx.ConnConfig, role string) string {
+		return fmt.Sprintf("%s@%s:%d/%s (citus %s)", cfg.User, cfg.Host, cfg.Port, cfg.Database, role)
+	}
+	var targets []catalog.FleetTarget
+	read := func(cfg *pgx.ConnConfig, role string) {
+		d := catalog.FleetDatabase{Name: name(cfg, role), Schemas: []catalog.Schema{parsed},
+			Redact: func(err error) string { return redactErr(err, dsn) }}
+		db, err := connect.OpenDBConfig(ctx, cfg, dsn)
+		if err != nil {
+			targets = append(targets, d.Unreadable(err)...)
+			return
+		}
+		defer db.Close()
+		conn, err := db.Conn(ctx)
+		if err != nil {
+			targets = append(targets, d.Unreadable(err)...)
+			return
+		}
+		defer conn.Close()
+		targets = append(targets, catalog.ReadDatabase(ctx, catalog.DB(conn), d)...)
+	}
+	if nodes[0].Group != 0 {
+		read(cfg, "coordinator")
+	}
+	for _, n := range nodes {
+		read(connect.AtAddress(cfg, n.Host, n.Port), n.Role())
+	}
+	r := catalog.CompareCitusFleet(targets)
+	if asJSON {
+		b, _ := json.Marshal(r)
+		fmt.Fprintf(c.stdout, "%s\n", b)
+	} else {
+		printFleet(c.stdout, r)
+	}
+	if !r.OK {
+		return exitFail
+	}
+	return exitOK
+}
+
 // readDatabase reads the fleet check's targets of d, the database dsn,
 // on one connection. A database that cannot be reached gives each schema
 // the error.
@@ -322,6 +414,10 @@ func printFleet(w io.Writer, r catalog.FleetReport) {
 			fmt.Fprintf(w, "FAIL: %d %s of makers (schemas, leases, reservations) %s a node, so their IDs can collide; give each schema its own node (sfgen node --dsn URL --schema NAME --datacenter N --machine N), and reserve it in every database that leases nodes of its layout (snowflake_lease_reserve())\n",
 				len(r.Shared), plural(len(r.Shared), "pair", "pairs"), plural(len(r.Shared), "shares", "share"))
 		}
+	}
+	if len(r.Missing) > 0 {
+		fmt.Fprintf(w, "FAIL: %d %s of this Citus cluster cannot make IDs (no sfgen, or no node set), so inserts through %s that use snowflake_next_id() fail; every node that takes writes needs its own node\n",
+			len(r.Missing), plural(len(r.Missing), "node", "nodes"), plural(len(r.Missing), "it", "them"))
 	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "FAIL: %d of %d could not be read, so the check is incomplete\n", r.Failed, len(r.Targets))

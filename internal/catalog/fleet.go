@@ -165,6 +165,12 @@ type FleetReport struct {
 	Targets []FleetTarget `json:"targets"`
 	Shared  []SharedNode  `json:"shared"` // never nil
 	Failed  int           `json:"-"`      // how many targets could not be read
+
+	// Citus says the targets are the nodes of one Citus cluster
+	// (CompareCitusFleet); Missing indexes those of them that were read
+	// and cannot make IDs: no sfgen, or no node set.
+	Citus   bool  `json:"citus,omitempty"`
+	Missing []int `json:"missing,omitempty"`
 }
 
 // ReadDatabase reads the node, layout and release of each of d's schemas

@@ -114,6 +114,30 @@ func OpenDB(ctx context.Context, dsn string) (*sql.DB, error) {
 	return db, nil
 }
 
+// AtAddress returns a copy of cfg that connects to host and port instead,
+// with cfg's user, password, database and settings: another node of a
+// cluster that cfg's server lists (Citus' workers). TLS verifies host
+// where it verified cfg's, and cfg's other hosts are dropped.
+func AtAddress(cfg *pgx.ConnConfig, host string, port int) *pgx.ConnConfig {
+	out := cfg.Copy()
+	if out.TLSConfig != nil && out.TLSConfig.ServerName == cfg.Host {
+		out.TLSConfig.ServerName = host
+	}
+	out.Host, out.Port, out.Fallbacks = host, uint16(port), nil
+	return out
+}
+
+// OpenDBConfig is OpenDB with a configuration of Config's (as AtAddress
+// returns), dsn the one it came from, whose password errors leave out.
+func OpenDBConfig(ctx context.Context, cfg *pgx.ConnConfig, dsn string) (*sql.DB, error) {
+	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, redacted(err, dsn)
+	}
+	return db, nil
+}
+
 // OpenPool opens a pgxpool on dsn and pings it. Its errors are on one
 // line and never contain the password.
 func OpenPool(ctx context.Context, dsn string) (*pgxpool.Pool, error) {

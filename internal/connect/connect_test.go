@@ -572,3 +572,25 @@ func TestServerAnswerLeads(t *testing.T) {
 		})
 	}
 }
+
+// TestAtAddress moves a configuration to another host and port (a Citus
+// worker's) and keeps the rest: user, password, database, the pinned
+// search_path; TLS verifies the new host, and the other hosts are gone.
+func TestAtAddress(t *testing.T) {
+	cfg, err := Config("postgres://app:secret@db1:5432,db2:5433/orders?sslmode=verify-full&application_name=x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := AtAddress(cfg, "worker-1", 6432)
+	if got.Host != "worker-1" || got.Port != 6432 || got.Fallbacks != nil ||
+		got.User != "app" || got.Password != "secret" || got.Database != "orders" ||
+		got.RuntimeParams["search_path"] != SearchPath || got.RuntimeParams["application_name"] != "x" {
+		t.Errorf("AtAddress: host %q port %d fallbacks %d user %q database %q params %v", got.Host, got.Port, len(got.Fallbacks), got.User, got.Database, got.RuntimeParams)
+	}
+	if got.TLSConfig == nil || got.TLSConfig.ServerName != "worker-1" {
+		t.Errorf("TLS server name %v; want worker-1", got.TLSConfig)
+	}
+	if cfg.Host != "db1" || cfg.TLSConfig.ServerName != "db1" || len(cfg.Fallbacks) == 0 {
+		t.Errorf("AtAddress changed its argument: host %q, TLS %q, %d fallbacks", cfg.Host, cfg.TLSConfig.ServerName, len(cfg.Fallbacks))
+	}
+}

@@ -1,0 +1,75 @@
+package catalog
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// A CitusNode is one active primary node of a Citus cluster, as its
+// pg_dist_node lists it: group 0 is the coordinator.
+type CitusNode struct {
+	Group int    `json:"group"`
+	Host  string `json:"host"`
+	Port  int    `json:"port"`
+}
+
+// Role is "coordinator" for group 0 and "worker" for the others.
+func (n CitusNode) Role() string {
+	if n.Group == 0 {
+		return "coordinator"
+	}
+	return "worker"
+}
+
+// ReadCitusNodes returns the active primary nodes of the Citus cluster
+// q's database belongs to, the coordinator first, and whether it has
+// Citus at all (no nodes and false without). A coordinator that was never
+// given its own address (citus_set_coordinator_host) is not among them.
+func ReadCitusNodes(ctx context.Context, q Querier) ([]CitusNode, bool, error) {
+	var present bool
+	if err := queryRow(ctx, q, "citus_present", &present); err != nil {
+		return nil, false, fmt.Errorf("look for Citus: %w", err)
+	}
+	if !present {
+		return nil, false, nil
+	}
+	var rows string
+	if err := queryRow(ctx, q, "citus_nodes", &rows); err != nil {
+		return nil, true, fmt.Errorf("read Citus' pg_dist_node: %w", err)
+	}
+	var out []CitusNode
+	for _, line := range strings.Split(rows, "\n") {
+		if line == "" {
+			continue
+		}
+		f := strings.Split(line, "\t")
+		if len(f) != 3 {
+			return nil, true, fmt.Errorf("read Citus' pg_dist_node: unexpected row %q", line)
+		}
+		group, err1 := strconv.Atoi(f[0])
+		port, err2 := strconv.Atoi(f[2])
+		if err1 != nil || err2 != nil {
+			return nil, true, fmt.Errorf("read Citus' pg_dist_node: unexpected row %q", line)
+		}
+		out = append(out, CitusNode{Group: group, Host: f[1], Port: port})
+	}
+	return out, true, nil
+}
+
+// CompareCitusFleet is CompareFleet for the nodes of one Citus cluster,
+// whose every node can take writes: a target that was read and has no
+// sfgen, or no node set, is Missing too (inserts through that node fail),
+// and the report is OK only when none is.
+func CompareCitusFleet(targets []FleetTarget) FleetReport {
+	r := CompareFleet(targets)
+	r.Citus = true
+	for i, t := range r.Targets {
+		if t.Error == "" && t.SameAs == nil && !t.NodeSet {
+			r.Missing = append(r.Missing, i)
+		}
+	}
+	r.OK = r.OK && len(r.Missing) == 0
+	return r
+}
