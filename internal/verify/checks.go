@@ -21,8 +21,13 @@ const outOfRange = "22003"
 
 // helpers are session-temporary functions that call the installed ones
 // and catch what they raise, so that one statement can check many inputs
-// that are each expected to fail. %[1]s is the quoted schema.
+// that are each expected to fail. %[1]s is the quoted schema. On a Citus
+// node they are made with Citus' DDL propagation off for the session:
+// a worker refuses DDL that would propagate, temporary functions
+// included, and no node but this one needs them.
 const helpers = `
+SELECT pg_catalog.set_config('citus.enable_ddl_propagation', 'off', false)
+    WHERE pg_catalog.to_regclass('pg_catalog.pg_dist_node') IS NOT NULL;
 CREATE OR REPLACE FUNCTION pg_temp.sfgen_try_compose(ts bigint, dc integer, m integer, seq integer,
     OUT id bigint, OUT state pg_catalog.text, OUT message pg_catalog.text)
 LANGUAGE plpgsql AS $fn$

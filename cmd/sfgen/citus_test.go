@@ -74,3 +74,23 @@ func TestNodeCitusFleet(t *testing.T) {
 		t.Fatalf("copied by Citus: exit %d:\n%s", code, out)
 	}
 }
+
+// TestVerifyCitusWorker runs 'sfgen verify' on a Citus worker and on its
+// coordinator, each with sfgen installed on its own (DDL propagation off,
+// nodes 1/1 and 1/2): both pass, each generator check finding its own
+// node. (A worker refuses the DDL of verify's temporary helpers unless
+// its session keeps them local.)
+func TestVerifyCitusWorker(t *testing.T) {
+	cl := citustest.Start(t, 1)
+	local := func(dsn string) string { return dsn + "&options=-c%20citus.enable_ddl_propagation%3Doff" }
+	for i, dsn := range []string{cl.Coordinator.DSN(), cl.Workers[0].DSN()} {
+		machine := string(rune('1' + i))
+		if code, _, errOut := sfgen(t, "install", "--dsn", local(dsn), "--schema", "loc", "--datacenter", "1", "--machine", machine); code != exitOK {
+			t.Fatalf("install on %s: exit %d: %s", dsn, code, errOut)
+		}
+		code, out, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", "loc")
+		if code != exitOK || !strings.Contains(out, "0 with another node than 1/"+machine) {
+			t.Errorf("verify %s: exit %d:\n%s%s", dsn, code, out, errOut)
+		}
+	}
+}
