@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -264,10 +265,14 @@ func (c *cli) fleetCheck(ctx context.Context, dsns, schemas []string, asJSON boo
 	}
 	var targets []catalog.FleetTarget
 	for i, d := range dsns {
-		targets = append(targets, readDatabase(ctx, d, dbs[i])...)
+		targets = append(targets, readDatabase(ctx, func(ctx context.Context) (*sql.DB, error) { return openDB(ctx, d) }, dbs[i])...)
 	}
-	r := catalog.CompareFleet(targets)
+	return c.reportFleet(catalog.CompareFleet(targets), asJSON)
+}
 
+// reportFleet prints r, as JSON or as text, and returns the exit status:
+// exitFail unless r is OK.
+func (c *cli) reportFleet(r catalog.FleetReport, asJSON bool) int {
 	if asJSON {
 		b, _ := json.Marshal(r)
 		fmt.Fprintf(c.stdout, "%s\n", b)
@@ -319,19 +324,8 @@ func (c *cli) citusFleetCheck(ctx context.Context, dsn string, nodes []catalog.C
 	read := func(cfg *pgx.ConnConfig, role string) {
 		d := catalog.FleetDatabase{Name: name(cfg, role), Schemas: []catalog.Schema{parsed},
 			Redact: func(err error) string { return redactErr(err, dsn) }}
-		db, err := connect.OpenDBConfig(ctx, cfg, dsn)
-		if err != nil {
-			targets = append(targets, d.Unreadable(err)...)
-			return
-		}
-		defer db.Close()
-		conn, err := db.Conn(ctx)
-		if err != nil {
-			targets = append(targets, d.Unreadable(err)...)
-			return
-		}
-		defer conn.Close()
-		targets = append(targets, catalog.ReadDatabase(ctx, catalog.DB(conn), d)...)
+		open := func(ctx context.Context) (*sql.DB, error) { return connect.OpenDBConfig(ctx, cfg, dsn) }
+		targets = append(targets, readDatabase(ctx, open, d)...)
 	}
 	if nodes[0].Group != 0 {
 		read(cfg, "coordinator")
@@ -339,24 +333,14 @@ func (c *cli) citusFleetCheck(ctx context.Context, dsn string, nodes []catalog.C
 	for _, n := range nodes {
 		read(connect.AtAddress(cfg, n.Host, n.Port), n.Role())
 	}
-	r := catalog.CompareCitusFleet(targets)
-	if asJSON {
-		b, _ := json.Marshal(r)
-		fmt.Fprintf(c.stdout, "%s\n", b)
-	} else {
-		printFleet(c.stdout, r)
-	}
-	if !r.OK {
-		return exitFail
-	}
-	return exitOK
+	return c.reportFleet(catalog.CompareCitusFleet(targets), asJSON)
 }
 
-// readDatabase reads the fleet check's targets of d, the database dsn,
-// on one connection. A database that cannot be reached gives each schema
-// the error.
-func readDatabase(ctx context.Context, dsn string, d catalog.FleetDatabase) []catalog.FleetTarget {
-	db, err := openDB(ctx, dsn)
+// readDatabase reads the fleet check's targets of d, the database open
+// opens, on one connection. A database that cannot be reached gives each
+// schema the error.
+func readDatabase(ctx context.Context, open func(context.Context) (*sql.DB, error), d catalog.FleetDatabase) []catalog.FleetTarget {
+	db, err := open(ctx)
 	if err != nil {
 		return d.Unreadable(err)
 	}
