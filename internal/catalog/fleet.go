@@ -2,6 +2,7 @@ package catalog
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -202,7 +203,7 @@ func ReadDatabase(ctx context.Context, q Querier, d FleetDatabase) []FleetTarget
 // reports (FleetLease), or says why it cannot.
 func readLeases(ctx context.Context, q Querier, schema Schema, say func(error) string) ([]FleetLease, string) {
 	private := PrivateSchema(schema.Name())
-	var readable bool
+	var readable sql.NullBool
 	readableSQL, err := render("leases_readable", nil)
 	if err != nil {
 		return nil, err.Error()
@@ -210,7 +211,10 @@ func readLeases(ctx context.Context, q Querier, schema Schema, say func(error) s
 	if err := q.QueryRow(ctx, readableSQL, private).Scan(&readable); err != nil {
 		return nil, say(err)
 	}
-	if !readable {
+	if !readable.Valid {
+		return nil, "there is no lease table " + private + ".snowflake_lease (release 4 and later create it; a copy of sfgen's functions without its tables, as Citus makes on its workers, lacks it)"
+	}
+	if !readable.Bool {
 		return nil, "this role may not read " + private + ".snowflake_lease (its owner may)"
 	}
 	stmt, err := render("leases", struct{ Table string }{pgident.Quote(private) + ".snowflake_lease"})

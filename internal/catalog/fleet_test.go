@@ -397,4 +397,14 @@ func TestReadDatabaseLeases(t *testing.T) {
 	if rt[0].Error != "" || rt[0].Leases != nil || !strings.Contains(rt[0].LeasesError, "may not read ids_sfgen.snowflake_lease") {
 		t.Errorf("as a role without access: %+v; want LeasesError", rt[0])
 	}
+
+	// No lease table at all (a copy of the functions alone): said so, not
+	// "may not read".
+	if _, err := conn.Exec(ctx, "DROP TABLE ids_sfgen.snowflake_lease CASCADE"); err != nil {
+		t.Fatal(err)
+	}
+	rt = catalog.ReadDatabase(ctx, catalog.PGX(conn), catalog.FleetDatabase{Name: "a", Schemas: ids})
+	if rt[0].Error != "" || rt[0].Leases != nil || !strings.Contains(rt[0].LeasesError, "there is no lease table ids_sfgen.snowflake_lease") {
+		t.Errorf("without a lease table: %+v; want LeasesError saying so", rt[0])
+	}
 }
