@@ -13,6 +13,8 @@ import (
 //   - A schema installed on the coordinator alone (DDL propagation off)
 //     leaves the workers without a node: both are missing, exit 1.
 //   - Installed on each worker too, with nodes of their own: ok, exit 0.
+//   - 'sfgen node --datacenter --machine' on a worker sets that
+//     worker's node alone: two set alike share it, exit 1.
 //   - A schema installed through the coordinator as usual, which Citus
 //     copies to every worker with the coordinator's node: three pairs
 //     share it, exit 1.
@@ -66,6 +68,20 @@ func TestNodeCitusFleet(t *testing.T) {
 		if tg.Machine != i+1 || !strings.HasSuffix(tg.Database, role) {
 			t.Errorf("target %d: %+v; want machine %d, %s", i, tg, i+1, role)
 		}
+	}
+
+	// A worker's node is set there alone; set to another worker's, the
+	// two share it and the check says so.
+	for _, w := range cl.Workers {
+		if code, out, errOut := sfgen(t, "node", "--dsn", w.DSN(), "--schema", "loc", "--datacenter", "1", "--machine", "7"); code != exitOK {
+			t.Fatalf("set a worker's node: exit %d: %s%s", code, out, errOut)
+		}
+	}
+	code, out, _ = sfgen(t, "node", "--dsn", coordinator, "--schema", "loc")
+	if code != exitFail || !strings.Contains(out, "(citus coordinator) schema loc: datacenter 1, machine 1,") ||
+		strings.Count(out, "(citus worker) schema loc: datacenter 1, machine 7,") != 2 ||
+		strings.Count(out, "shared node: datacenter 1, machine 7") != 1 {
+		t.Fatalf("two workers set to 1/7: exit %d:\n%s", code, out)
 	}
 
 	install(coordinator, "copied", "4")

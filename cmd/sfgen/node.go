@@ -68,8 +68,10 @@ over every active primary node of the cluster, each reached with the
 --dsn's user, password and settings at the host and port pg_dist_node
 gives, and named "(citus coordinator)" or "(citus worker)". As every node
 can take writes, a node where the schema has no sfgen or no node set
-fails the check too ("missing" in --json, with "citus": true).
-docs/citus.md has more.
+fails the check too ("missing" in --json, with "citus": true). Setting
+a node on a Citus node (coordinator or worker) sets it there alone:
+Citus' DDL propagation is off for that transaction, so no other node's
+changes with it. docs/citus.md has more.
 
 Examples:
   sfgen node --dsn postgres://app@localhost/app
@@ -201,6 +203,10 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		return exitOK
 	}
 	dc, m := node.over(oldDC, oldM)
+	// On Citus, this node's own (snowflake_set_node() replaces a function).
+	if _, err := tx.ExecContext(ctx, catalog.CitusLocalDDL(true)); err != nil {
+		return c.fail("set the node: %s", redactErr(err, dsn))
+	}
 	if _, err := tx.ExecContext(ctx, "SELECT "+in.Schema.Quoted()+".snowflake_set_node($1::integer, $2::integer)", dc, m); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "42501" { // insufficient_privilege

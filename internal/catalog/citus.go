@@ -73,3 +73,16 @@ func CompareCitusFleet(targets []FleetTarget) FleetReport {
 	r.OK = r.OK && len(r.Missing) == 0
 	return r
 }
+
+// CitusLocalDDL returns the statement that, on a Citus node, turns Citus'
+// DDL propagation off for the transaction (or, transaction false, the
+// session), so that the DDL after it changes this node alone: sfgen's
+// node is each node's own, and a worker refuses DDL that would
+// propagate. Elsewhere it does nothing.
+func CitusLocalDDL(transaction bool) string {
+	stmt, err := render("citus_local_ddl", struct{ Transaction bool }{transaction})
+	if err != nil {
+		panic(err) // a template of this package's own, with a bool
+	}
+	return stmt
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
@@ -26,8 +27,6 @@ const outOfRange = "22003"
 // a worker refuses DDL that would propagate, temporary functions
 // included, and no node but this one needs them.
 const helpers = `
-SELECT pg_catalog.set_config('citus.enable_ddl_propagation', 'off', false)
-    WHERE pg_catalog.to_regclass('pg_catalog.pg_dist_node') IS NOT NULL;
 CREATE OR REPLACE FUNCTION pg_temp.sfgen_try_compose(ts bigint, dc integer, m integer, seq integer,
     OUT id bigint, OUT state pg_catalog.text, OUT message pg_catalog.text)
 LANGUAGE plpgsql AS $fn$
@@ -86,7 +85,7 @@ func (c *checker) prepare(ctx context.Context, conn *pgxpool.Conn) error {
 	if done {
 		return nil
 	}
-	if _, err := conn.Exec(ctx, fmt.Sprintf(helpers, c.schema)); err != nil {
+	if _, err := conn.Exec(ctx, catalog.CitusLocalDDL(false)+";\n"+fmt.Sprintf(helpers, c.schema)); err != nil {
 		return fmt.Errorf("create temporary helper functions: %w", err)
 	}
 	c.mu.Lock()
