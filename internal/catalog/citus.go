@@ -40,10 +40,7 @@ func ReadCitusNodes(ctx context.Context, q Querier) ([]CitusNode, bool, error) {
 		return nil, true, fmt.Errorf("read Citus' pg_dist_node: %w", err)
 	}
 	var out []CitusNode
-	for _, line := range strings.Split(rows, "\n") {
-		if line == "" {
-			continue
-		}
+	for _, line := range lines(rows) {
 		f := strings.Split(line, "\t")
 		if len(f) != 3 {
 			return nil, true, fmt.Errorf("read Citus' pg_dist_node: unexpected row %q", line)
