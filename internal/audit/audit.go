@@ -40,6 +40,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 )
@@ -501,7 +502,7 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
 		return nil, err
 	}
-	if o.Distributed, err = distributed(ctx, tx, o); err != nil {
+	if o.Distributed, err = catalog.CitusDistributed(ctx, catalog.DB(tx), o.Schema, o.Table); err != nil {
 		return nil, err
 	}
 	var r *Report
@@ -522,28 +523,6 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 		r.LegacyBelow = strconv.FormatInt(o.LegacyBelow, 10)
 	}
 	return r, tx.Commit()
-}
-
-// distributed reports whether o's table is one that Citus spreads over
-// its nodes: a row of pg_dist_partition, which only a database with the
-// Citus extension has (in pg_catalog, where only a superuser creates).
-func distributed(ctx context.Context, tx *sql.Tx, o Options) (bool, error) {
-	var citus bool
-	if err := tx.QueryRowContext(ctx, `SELECT pg_catalog.to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`).Scan(&citus); err != nil {
-		return false, fmt.Errorf("look for Citus: %w", err)
-	}
-	if !citus {
-		return false, nil
-	}
-	var dist bool
-	err := tx.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_dist_partition p
-		JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) p.logicalrelid::pg_catalog.oid
-		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
-		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2)`, o.Schema, o.Table).Scan(&dist)
-	if err != nil {
-		return false, fmt.Errorf("look up %s.%s in Citus' pg_dist_partition: %w", o.Schema, o.Table, err)
-	}
-	return dist, nil
 }
 
 // A conner hands out connections of its own: *sql.DB.

@@ -55,6 +55,28 @@ func ReadCitusNodes(ctx context.Context, q Querier) ([]CitusNode, bool, error) {
 	return out, true, nil
 }
 
+// CitusDistributed reports whether schema.table is a table that Citus
+// spreads over its nodes (it is in pg_dist_partition); false where the
+// database has no Citus.
+func CitusDistributed(ctx context.Context, q Querier, schema, table string) (bool, error) {
+	var present bool
+	if err := queryRow(ctx, q, "citus_present", &present); err != nil {
+		return false, fmt.Errorf("look for Citus: %w", err)
+	}
+	if !present {
+		return false, nil
+	}
+	stmt, err := render("citus_distributed", nil)
+	if err != nil {
+		return false, err
+	}
+	var dist bool
+	if err := q.QueryRow(ctx, stmt, schema, table).Scan(&dist); err != nil {
+		return false, fmt.Errorf("look up %s.%s in Citus' pg_dist_partition: %w", schema, table, err)
+	}
+	return dist, nil
+}
+
 // CompareCitusFleet is CompareFleet for the nodes of one Citus cluster,
 // whose every node can take writes: a target that was read and has no
 // sfgen, or no node set, is Missing too (inserts through that node fail),
