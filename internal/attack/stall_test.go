@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -82,6 +83,72 @@ var stallTricks = []stallTrick{
 		set: func(t *testing.T, e *env, staller, schema string) string {
 			return queueAccessExclusive(t, e, staller, qualify(schema, "snowflake_state_lock"))
 		}},
+	// Release 7's guard and turn.
+	{name: "lock_queue_on_snowflake_caught_up", since: 7, limitation: lockQueueLimitation,
+		set: func(t *testing.T, e *env, staller, schema string) string {
+			return queueAccessExclusive(t, e, staller, qualify(schema, "snowflake_caught_up"))
+		}},
+	{name: "lock_table_catch_up_turn", since: 7,
+		set: func(t *testing.T, e *env, staller, schema string) string {
+			return lockTableIn(t, e, staller, catalog.PrivateSchema(schema), "snowflake_catch_up_turn")
+		}},
+	{name: "lock_turn_rows", since: 7, set: lockTurnRows},
+	{name: "lock_queue_on_catch_up_turn", since: 7,
+		set: func(t *testing.T, e *env, staller, schema string) string {
+			return prepareRefused(t, e, staller, qualify(catalog.PrivateSchema(schema), "snowflake_catch_up_turn"))
+		}},
+	{name: "pg_relation_size_of_turn_by_oid", since: 7,
+		set: func(t *testing.T, e *env, staller, schema string) string {
+			s := e.connect(staller)
+			oid := relOID(t, s, catalog.PrivateSchema(schema), "snowflake_catch_up_turn")
+			s.exec(t, "BEGIN")
+			s.exec(t, "SELECT pg_catalog.pg_relation_size($1::oid::regclass)", oid)
+			return "open transaction after pg_relation_size() of the turn's table by its oid (no USAGE needed); holds " +
+				e.locksOf(t, s.pid(t), qualify(catalog.PrivateSchema(schema), "snowflake_catch_up_turn"))
+		}},
+}
+
+// lockTurnRows tries to lock the turn's rows (FOR UPDATE, FOR SHARE and
+// FOR KEY SHARE) and to move its key, as a role granted nothing: each
+// must be refused.
+func lockTurnRows(t *testing.T, e *env, staller, schema string) string {
+	s := e.connect(staller)
+	private := catalog.PrivateSchema(schema)
+	turn, key := qualify(private, "snowflake_catch_up_turn"), qualify(private, "snowflake_catch_up_key")
+	var got, refused []string
+	s.exec(t, "BEGIN")
+	for _, q := range []string{
+		"SELECT slot FROM " + turn + " FOR UPDATE",
+		"SELECT slot FROM " + turn + " FOR SHARE",
+		"SELECT slot FROM " + turn + " FOR KEY SHARE",
+		"SELECT pg_catalog.setval('" + key + "', 0)",
+		"SELECT pg_catalog.nextval('" + key + "')",
+	} {
+		s.exec(t, "SAVEPOINT try")
+		if _, err := s.ExecContext(context.Background(), q); err != nil {
+			refused = append(refused, pgMessage(err))
+			s.exec(t, "ROLLBACK TO SAVEPOINT try")
+			continue
+		}
+		got = append(got, q)
+		s.exec(t, "RELEASE SAVEPOINT try")
+	}
+	if len(got) > 0 {
+		t.Errorf("a role with no privilege ran, in an open transaction: %s", strings.Join(got, "; "))
+		return "ran and holds: " + strings.Join(got, "; ")
+	}
+	return "every row lock and key change refused (" + refused[0] + ", ...)"
+}
+
+// prepareRefused tries queueAccessExclusive's first step on rel, which
+// must be refused: a role that cannot name rel cannot queue on it.
+func prepareRefused(t *testing.T, e *env, staller, rel string) string {
+	s := e.connect(staller)
+	s.exec(t, "BEGIN")
+	if _, err := s.ExecContext(context.Background(), "PREPARE sfgen_attack AS SELECT * FROM "+rel); err != nil {
+		return "cannot name " + rel + ": " + pgMessage(err)
+	}
+	return queueAccessExclusive(t, e, staller, rel)
 }
 
 // relOID is the oid of schema.name, looked up in pg_class as any role
@@ -156,9 +223,14 @@ SELECT (SELECT pg_catalog.count(pg_catalog.pg_advisory_lock(k1, k2)) FROM keys)
 // lockTable tries LOCK TABLE on snowflake_state_lock in every mode, and
 // holds what it gets. Release 2 must refuse them all.
 func lockTable(t *testing.T, e *env, staller, schema string) string {
+	return lockTableIn(t, e, staller, schema, "snowflake_state_lock")
+}
+
+// lockTableIn is lockTable on schema.name.
+func lockTableIn(t *testing.T, e *env, staller, schema, name string) string {
 	s := e.connect(staller)
-	relOID(t, s, schema, "snowflake_state_lock") // it must exist, or every mode is "refused"
-	rel := qualify(schema, "snowflake_state_lock")
+	relOID(t, s, schema, name) // it must exist, or every mode is "refused"
+	rel := qualify(schema, name)
 	ctx := context.Background()
 	var got, refused []string
 	s.exec(t, "BEGIN")
@@ -303,7 +375,7 @@ func TestStall(t *testing.T) {
 			t.Parallel()
 			forEachRelease(t, func(t *testing.T, release int) {
 				if release < trick.since {
-					t.Skipf("release %d has no snowflake_state_lock", release)
+					t.Skipf("release %d has not what the trick goes for (it applies from release %d)", release, trick.since)
 				}
 				t.Parallel()
 				ok, details := attackStall(t, newEnv(t), release, trick)

@@ -27,7 +27,7 @@ func TestGeneratorsOf(t *testing.T) {
 	if nativeSide.native != `"ids".snowflake_next_id()` || nativeSide.sql != expr || nativeSide.sqlName == nativeSide.nativeName {
 		t.Errorf("on a native schema: %+v", nativeSide)
 	}
-	for _, want := range []string{`pg_catalog.nextval('"ids".snowflake_state'`, `pg_catalog.pg_sequence_last_value('"ids".snowflake_catch_up_guard'`, `"ids".snowflake_next_state()`, `"ids".snowflake_node_bits()`} {
+	for _, want := range []string{`pg_catalog.nextval('"ids".snowflake_state'`, `pg_catalog.pg_sequence_last_value('"ids".snowflake_caught_up'`, `"ids".snowflake_next_state()`, `"ids".snowflake_node_bits()`} {
 		if !strings.Contains(expr, want) {
 			t.Errorf("the SQL generator's expression lacks %s:\n%s", want, expr)
 		}

@@ -14,7 +14,7 @@ import (
 // (internal/sqlgen) and reads. Releases are numbered from 1; a released
 // file never changes, and every change to the SQL is a new release with a
 // migration from the one before.
-const Latest = 6
+const Latest = 7
 
 // MarkedFunctions are the functions whose comments end with ReleaseMarker
 // of the release that wrote them (from release 2 on): a schema that says
@@ -118,5 +118,5 @@ const VersionTable = "sfgen_db_version"
 // sfgen release (and install's VersionTable) has created in its schema.
 var KnownRelations = []string{
 	"snowflake_state", "snowflake_state_guard", "snowflake_catch_up_guard", "snowflake_state_lock",
-	"snowflake_lease", "snowflake_lease_pkey", VersionTable, VersionTable + "_pkey",
+	"snowflake_caught_up", "snowflake_lease", "snowflake_lease_pkey", VersionTable, VersionTable + "_pkey",
 }

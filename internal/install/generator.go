@@ -124,10 +124,11 @@ func (e *StepError) Unwrap() []error {
 }
 
 // NativeDir is where the native library for layout spec is built under
-// dir: a directory per layout, since the layout is compiled in and the
-// server keeps a loaded library by its path.
+// dir: a directory per layout and state protocol (native.LibraryHash),
+// since both are compiled in and the server keeps a loaded library by its
+// path.
 func NativeDir(dir, spec string) string {
-	return filepath.Join(dir, "sfgen-"+native.LayoutHash(spec))
+	return filepath.Join(dir, "sfgen-"+native.LibraryHash(spec))
 }
 
 // BuildFailure says why native.Build failed: the machine lacks what it
@@ -196,6 +197,17 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 		return nil, &StepError{Kind: ErrNativeUnavailable, text: func(string) string {
 			return fmt.Sprintf("snowflake_next_id() of schema %s is the native generator, and its C function %s.%s is missing (the database was restored or copied where its library was not loadable): install it on this server with --native (the library 'sfgen build-native' put in the server's $libdir) or --native --native-dir DIR (built there), or switch to the SQL generator with --native=false; nothing was changed", o.SQL.Schema, o.SQL.Schema, native.CFunction)
 		}}
+	}
+	if p.want == Keep && p.before != "" {
+		// An upgrade puts the SQL generator back, and finish installs the
+		// same library again: it must follow the latest state protocol
+		// (one built before release 7 does not, and would never catch up
+		// on release 7's objects).
+		if r, err := native.LibraryRelease(ctx, conn, p.before); err == nil && r != native.Release {
+			return nil, &StepError{Kind: ErrNativeUnavailable, text: func(string) string {
+				return fmt.Sprintf("snowflake_next_id() of schema %s is the native generator in %s, built for an earlier state protocol than release %d's: install with --native (after 'sfgen build-native' on the server's machine) or --native --native-dir DIR, which builds the library anew, or with --native=false for the SQL generator; nothing was changed", o.SQL.Schema, p.before, native.Release)
+			}}
+		}
 	}
 	if p.want != Native {
 		return p, nil

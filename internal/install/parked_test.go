@@ -173,3 +173,117 @@ func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 		t.Errorf("a failed upgrade left the latest release's objects behind: snowflake_release() %v, snowflake_lease %v", release, lease)
 	}
 }
+
+// releaseSixNextState is release 6's snowflake_next_state(), under name,
+// in schema: what a statement planned before the upgrade to release 7
+// still runs (its compiled PL/pgSQL) until it ends.
+func releaseSixNextState(t *testing.T, schema, name string) string {
+	t.Helper()
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := `CREATE OR REPLACE FUNCTION "` + schema + `".snowflake_next_state()`
+	_, rest, ok := strings.Cut(string(script), head)
+	if !ok {
+		t.Fatalf("release 6's script has no %s", head)
+	}
+	body, _, ok := strings.Cut(rest, "\n$fn$;\n")
+	if !ok {
+		t.Fatal("release 6's snowflake_next_state() has no end")
+	}
+	return `CREATE FUNCTION "` + schema + `".` + name + `()` + body + "\n$fn$;\n"
+}
+
+// TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade: after the upgrade to
+// release 7, which catches up in turns, release 6's guard is parked, and
+// release 6's slow path (whose catch-up, under its table lock, would be
+// due by its guard as it was before the upgrade) moves nothing: it takes
+// one value from the shared state. Two catch-ups under different exclusions could move the state
+// back.
+func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
+	script, err := sqlgen.ScriptAt(o, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, string(script)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id() FROM generate_series(1, 100)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, releaseSixNextState(t, schema, "release_6_next_state")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Apply(ctx, db, o); err != nil {
+		t.Fatal(err)
+	}
+	oldGuard, state := schema+".snowflake_catch_up_guard", schema+".snowflake_state"
+	var parked int64
+	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass)", oldGuard).Scan(&parked); err != nil {
+		t.Fatal(err)
+	}
+	if max := snowflake.Twitter.Max(snowflake.FieldTimestamp); parked != max {
+		t.Fatalf("release 6's guard is %d after the upgrade; want it parked at %d", parked, max)
+	}
+	for i := range 3 {
+		// The state a minute ahead of the clock, so that release 6's code
+		// never finds it far behind (it would loop until something else
+		// caught up); its own guard, were it not parked, would be from
+		// before the upgrade, so a catch-up would be due by its reckoning.
+		if _, err := db.ExecContext(ctx, "SELECT setval($1::regclass, (trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000) << 12)", state); err != nil {
+			t.Fatal(err)
+		}
+		var before, got, after, guard int64
+		if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass), "+schema+".release_6_next_state(), pg_sequence_last_value($1::regclass), pg_sequence_last_value($2::regclass)",
+			state, oldGuard).Scan(&before, &got, &after, &guard); err != nil {
+			t.Fatal(err)
+		}
+		if guard != parked {
+			t.Errorf("call %d: release 6's catch-up ran (its guard is %d, was parked at %d)", i, guard, parked)
+		}
+		if got != before+1 || after != got {
+			t.Errorf("call %d: release 6's slow path returned %d with the state at %d before and %d after; want one nextval()", i, got, before, after)
+		}
+	}
+}
+
+// TestUpgradeToSevenWaitsForReleaseSixCatchUp: the upgrade to release 7
+// takes release 6's catch-up lock before it parks release 6's guard; a
+// session holding that lock past sqlgen.LockWait makes it fail, saying
+// so, with nothing changed (the schema stays at release 6).
+func TestUpgradeToSevenWaitsForReleaseSixCatchUp(t *testing.T) {
+	db, schema := database(t)
+	ctx := context.Background()
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
+	script, err := sqlgen.ScriptAt(o, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, string(script)); err != nil {
+		t.Fatal(err)
+	}
+	holder, err := db.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer holder.Close()
+	if _, err := holder.ExecContext(ctx, "BEGIN; LOCK TABLE "+schema+".snowflake_state_lock IN SHARE UPDATE EXCLUSIVE MODE"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Apply(ctx, db, o)
+	if err == nil || !strings.Contains(err.Error(), "the catch-up lock of releases 2 to 6") || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("upgrade while release 6's catch-up lock is held: %v; want it to fail, saying so", err)
+	}
+	holder.ExecContext(ctx, "ROLLBACK")
+	var release int
+	if err := db.QueryRowContext(ctx, "SELECT "+schema+".snowflake_release()").Scan(&release); err != nil || release != 6 {
+		t.Fatalf("after the failed upgrade: release %d, %v; want 6", release, err)
+	}
+	if _, err := Apply(ctx, db, o); err != nil {
+		t.Fatalf("the upgrade once the lock is free: %v", err)
+	}
+}

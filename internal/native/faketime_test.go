@@ -102,9 +102,9 @@ func TestNativeClockStepsBackUnderFaketime(t *testing.T) {
 		return ids[len(ids)-1]
 	}
 	last = check("fast path, the last catch-up in the clock's future", last)
-	set := queryInt(t, conn, "SELECT setval('snowflake_catch_up_guard', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)", sqlgen.StaleAfter.Milliseconds())
+	set := queryInt(t, conn, "SELECT setval('snowflake_caught_up', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)", sqlgen.StaleAfter.Milliseconds())
 	last = check("a catch-up due", last)
-	if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g <= set {
+	if g := queryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_caught_up')"); g <= set {
 		t.Errorf("no catch-up ran (guard %d, set to %d)", g, set)
 	}
 	conn.Close(ctx)

@@ -135,6 +135,13 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 	if built != in.Layout.String() {
 		return fmt.Errorf("native: %w: %s was built for layout %s, schema %s holds layout %s", ErrLayout, soPath, built, schema, in.Layout)
 	}
+	release, err := libraryRelease(ctx, tx, d)
+	if err != nil {
+		return err
+	}
+	if release != Release {
+		return oldLibrary(soPath, release)
+	}
 	create, err := renderSQL("create", d)
 	if err != nil {
 		return err
@@ -286,6 +293,60 @@ func libraryLayout(ctx context.Context, tx pgx.Tx, d sqlData) (string, error) {
 		}
 	}
 	return layout, nil
+}
+
+// libraryRelease is the SQL release whose state protocol the library of
+// d follows (sfgen_native_release()), or 0 for a library built before
+// release 7, which has no such function. It runs in a savepoint of tx.
+func libraryRelease(ctx context.Context, tx pgx.Tx, d sqlData) (int, error) {
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer sp.Rollback(context.Background())
+	var release int
+	for _, step := range []string{"release_load", "release", "release_unload"} {
+		q, err := renderSQL(step, d)
+		if err != nil {
+			return 0, err
+		}
+		if step == "release" {
+			err = sp.QueryRow(ctx, q).Scan(&release)
+		} else {
+			_, err = sp.Exec(ctx, q)
+		}
+		var pe *pgconn.PgError
+		if step == "release_load" && errors.As(err, &pe) && pe.Code == "42883" {
+			return 0, nil // undefined_function: no sfgen_native_release in the library
+		}
+		if err != nil {
+			return 0, fmt.Errorf("native: %w: %v", ErrLoad, err)
+		}
+	}
+	return release, sp.Commit(ctx)
+}
+
+// LibraryRelease is the SQL release whose state protocol library (an
+// absolute path or a PortableName) follows: Release for one built now, 0
+// for one built before release 7. It loads the library in a transaction
+// of conn's that it rolls back.
+func LibraryRelease(ctx context.Context, conn *pgx.Conn, library string) (int, error) {
+	tx, err := conn.Begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer tx.Rollback(context.Background())
+	return libraryRelease(ctx, tx, sqlData{Library: pgident.QuoteLiteral(library)})
+}
+
+// oldLibrary is the error for a library that follows another release's
+// state protocol than Release.
+func oldLibrary(library string, release int) error {
+	built := fmt.Sprintf("release %d", release)
+	if release == 0 {
+		built = "releases 2 to 6 (built before release 7)"
+	}
+	return fmt.Errorf("native: %w: %s follows the state protocol of %s; this sfgen's native generator follows release %d's: rebuild it (sfgen build-native, or sfgen install --native --native-dir DIR)", ErrOldLibrary, library, built, Release)
 }
 
 // A Shape is which generator a schema's snowflake_next_id() is.

@@ -60,7 +60,7 @@ func TestInstallRefuses(t *testing.T) {
 	// replaces anything, as catalog.Inspect finds it untrusted.
 	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: "alien", Machine: 1}) // a node of its own
 	stranger := pgtest.Role(t, dsn, "native_stranger", "")
-	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_catch_up_guard OWNER TO "+stranger)
+	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_caught_up OWNER TO "+stranger)
 	_, appDSN := pgtest.LoginRole(t, dsn, "native_installer", "")
 	app := connect(t, appDSN)
 	ctx := context.Background()
@@ -74,7 +74,7 @@ func TestInstallRefuses(t *testing.T) {
 		{"no sfgen", "empty", so, conn, native.ErrNotInstalled, "schema empty holds no sfgen"},
 		{"no schema", "missing", so, conn, native.ErrNotInstalled, "schema missing holds no sfgen"},
 		{"another layout", "discord", so, conn, native.ErrLayout, "epoch=1420070400000"},
-		{"objects not sfgen's", "alien", so, conn, catalog.ErrUntrusted, "sequence alien.snowflake_catch_up_guard owned by " + stranger},
+		{"objects not sfgen's", "alien", so, conn, catalog.ErrUntrusted, "sequence alien.snowflake_caught_up owned by " + stranger},
 		{"not loadable", "public", filepath.Join(filepath.Dir(so), "missing.so"), conn, native.ErrLoad, "missing.so"},
 		{"relative path", "public", "sfgen_native.so", conn, nil, "not absolute"},
 	} {
@@ -247,18 +247,10 @@ func TestBuildRefuses(t *testing.T) {
 	}
 }
 
-// catchUpLoop is what release 5 added to the catch-up (and its comment):
-// within the backend bound of the clock, where the catch-up may not
-// setval() the state, it takes the values up to the clock with
-// nextval(). It only takes values, as every fast path does, so the C
-// code, which leaves the state there as release 2 did, and the SQL of
-// release 5 keep each other's guarantees in one schema; protocol takes it
-// out, so that the rest is still compared byte for byte.
-var catchUpLoop = regexp.MustCompile(`(?s)            -- so setval\(\) the state only if the clock is more than that\n.*?narrower than the backend bound \(release 4 left the state up\n            -- to backends / 2\^sequence bits ms behind\)\.\n|            ELSE\n                WHILE last .*?END LOOP;\n`)
-
 // protocol returns the parts of a release's script that make up the
 // state protocol: the state and guard sequences, snowflake_next_state()
-// (without release 5's catchUpLoop) and snowflake_next_id()'s skeleton.
+// (which the C code calls for its slow path) and snowflake_next_id()'s
+// skeleton.
 func protocol(t *testing.T, release int) []string {
 	t.Helper()
 	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter}, release)
@@ -269,7 +261,7 @@ func protocol(t *testing.T, release int) []string {
 	var parts []string
 	for _, p := range []struct{ from, to string }{
 		{`CREATE SEQUENCE IF NOT EXISTS "public".snowflake_state`, ";"},
-		{`CREATE UNLOGGED SEQUENCE IF NOT EXISTS "public".snowflake_catch_up_guard`, ";"},
+		{`CREATE UNLOGGED SEQUENCE IF NOT EXISTS "public".snowflake_caught_up`, ";"},
 		{`CREATE OR REPLACE FUNCTION "public".snowflake_next_state()`, "$fn$;"},
 		{`CREATE OR REPLACE FUNCTION "public".snowflake_next_id()`, ";\n"},
 	} {
@@ -279,13 +271,6 @@ func protocol(t *testing.T, release int) []string {
 		}
 		j := strings.Index(s[i:], p.to)
 		part := s[i : i+j+len(p.to)]
-		if release >= 5 && strings.Contains(p.from, "snowflake_next_state") {
-			if n := len(catchUpLoop.FindAllString(part, -1)); n != 2 {
-				t.Fatalf("release %d's snowflake_next_state() has %d of the two parts of release 5's catch-up loop", release, n)
-			}
-			part = catchUpLoop.ReplaceAllString(part, "")
-			part = strings.Replace(part, "            -- takes, except at most one each that read the guard before;\n", "            -- takes, except at most one each that read the guard before;\n            -- so move the state only if the clock is more than that many\n            -- values past it now.\n", 1)
-		}
 		if strings.Contains(p.from, "snowflake_next_id()") {
 			part = fastPathSkeleton(part)
 		}
@@ -299,14 +284,14 @@ func protocol(t *testing.T, release int) []string {
 // nextval() of the state, and the slow path otherwise. How it composes
 // the ID from the state (release 6 changed that; the verify and generator
 // tests hold every release to the Go composer) and when it finds a
-// catch-up due (release 6 without random()) are not the protocol: the C
-// code has its own window.
+// catch-up due (TestHeaderMatchesSQL holds the C code's window to the
+// SQL's) are not the protocol.
 func fastPathSkeleton(part string) string {
 	var keep []string
 	for _, line := range strings.Split(part, "\n") {
 		line = strings.TrimSpace(line)
 		for _, mark := range []string{"WHEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) pg_catalog.to_timestamp(",
-			`(pg_catalog.pg_sequence_last_value('"public".snowflake_catch_up_guard'::pg_catalog.regclass)::pg_catalog.float8`,
+			`(pg_catalog.pg_sequence_last_value('"public".snowflake_caught_up'::pg_catalog.regclass)::pg_catalog.float8`,
 			`THEN pg_catalog.nextval('"public".snowflake_state'::pg_catalog.regclass)`, `ELSE "public".snowflake_next_state()`} {
 			if line == mark {
 				keep = append(keep, line)
@@ -317,7 +302,7 @@ func fastPathSkeleton(part string) string {
 }
 
 // TestReleasesShareTheProtocol: every release the native generator
-// installs over (native.Releases, those sqlgen renders) has release 2's
+// installs over (native.Releases, those sqlgen renders) has release 7's
 // state objects and slow path byte for byte, and its fast path's
 // skeleton (fastPathSkeleton): the C code follows that one protocol. A release that changes it fails here, until
 // the C code follows it too.
@@ -359,12 +344,9 @@ func TestHeaderMatchesSQL(t *testing.T) {
 		}
 		for _, c := range []struct{ sql, what string }{
 			{"MAXVALUE " + def("SF_MAX_STATE") + " START WITH 0", "the state's MAXVALUE"},
-			{"OPERATOR(pg_catalog.-) " + def("SF_MIN_STATE") + ")::bit(64)", "the state of the first ID"},
-			{"(" + def("SF_STALE_MS") + " OPERATOR(pg_catalog.-) (" + def("SF_CATCH_UP_SPREAD_MS") + " OPERATOR(pg_catalog.*) pg_catalog.random()))", "the fast path's window"},
+			{"OPERATOR(pg_catalog.-) " + def("SF_MIN_STATE") + ")::bit(", "the state of the first ID"},
+			{"::pg_catalog.float8\n                    OPERATOR(pg_catalog.+) " + def("SF_DUE_MS") + ") OPERATOR(pg_catalog./) 1000)", "the fast path's window"},
 			{"::bit(" + def("SF_NODE_BITS") + ")", "the node's width"},
-			{"guard OPERATOR(pg_catalog.>) (now_ms OPERATOR(pg_catalog.-) " + def("SF_CATCH_UP_MS") + ")", "the catch-up's period"},
-			{"((now_ms OPERATOR(pg_catalog.-) " + def("SF_LAG_LIMIT_MS") + ") OPERATOR(pg_catalog.<<) " + def("SF_SEQUENCE_BITS") + ")", "the lag limit"},
-			{"'lock_timeout', '" + def("SF_LOCK_WAIT_MS") + "ms'", "the catch-up lock's wait"},
 			{"state OPERATOR(pg_catalog.>>) " + def("SF_SEQUENCE_BITS"), "the sequence's width"},
 			{"'" + l.String() + "'", "the layout"},
 		} {
@@ -386,8 +368,8 @@ func TestHeaderMatchesSQL(t *testing.T) {
 func TestNativeOwnObjectsOnly(t *testing.T) {
 	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4}, false)
 	mustExec(t, conn, `CREATE SCHEMA evil;
-		CREATE SEQUENCE evil.snowflake_state; CREATE SEQUENCE evil.snowflake_catch_up_guard;
-		SELECT setval('evil.snowflake_catch_up_guard', 1);
+		CREATE SEQUENCE evil.snowflake_state; CREATE SEQUENCE evil.snowflake_caught_up;
+		SELECT setval('evil.snowflake_caught_up', 1);
 		CREATE FUNCTION evil.snowflake_next_state() RETURNS bigint LANGUAGE sql AS 'SELECT 1::bigint';
 		CREATE FUNCTION evil.snowflake_node_bits() RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint'`)
 	c := connect(t, dsn)
@@ -406,13 +388,13 @@ func TestNativeOwnObjectsOnly(t *testing.T) {
 	}
 	// An object under sfgen's name that another role owns.
 	other := pgtest.Role(t, dsn, "native_other", "")
-	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_catch_up_guard OWNER TO "+other)
+	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_caught_up OWNER TO "+other)
 	_, err := c.Exec(context.Background(), "SELECT public.snowflake_next_id()")
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.Contains(pe.Message, "not sfgen's") || !strings.Contains(pe.Message, other) {
 		t.Fatalf("with the guard owned by %s: %v; want 42501 saying it is not sfgen's", other, err)
 	}
-	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_catch_up_guard OWNER TO CURRENT_USER")
+	mustExec(t, conn, "ALTER SEQUENCE public.snowflake_caught_up OWNER TO CURRENT_USER")
 	if id := queryInt(t, c, "SELECT public.snowflake_next_id()"); id <= last {
 		t.Fatalf("after the owner is put back: ID %d after %d", id, last)
 	}

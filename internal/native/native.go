@@ -36,14 +36,18 @@ import (
 )
 
 // Release is the SQL release whose state protocol the C code follows.
-const Release = 2
+// Release 7 catches up in turns and reads a guard of its own
+// (snowflake_caught_up); the C code reads that guard and calls its
+// snowflake_next_state() for the slow path.
+const Release = 7
 
 // Releases are the SQL releases the native generator installs over:
 // those whose snowflake_next_id(), snowflake_next_state() and state
-// objects are release 2's (TestReleasesShareTheProtocol checks each one
-// sqlgen renders). Release 3 changes only how the node is first set, release 5
-// only how a node is recorded.
-var Releases = []int{2, 3, 4, 5, 6}
+// objects are release 7's (TestReleasesShareTheProtocol checks each one
+// sqlgen renders). Releases 2 to 6 shared release 2's protocol, which a
+// library built before release 7 follows; such a library is named apart
+// (LibraryHash), so that a server can keep both.
+var Releases = []int{7}
 
 // Library is the file name of the built library in Build's directory.
 const Library = "sfgen_native.so"
@@ -72,6 +76,9 @@ var (
 	ErrNotInstalled = errors.New("no sfgen release the native generator follows in the schema")
 	// ErrLayout: the library was built for another layout than the schema's.
 	ErrLayout = errors.New("layout mismatch")
+	// ErrOldLibrary: the library follows another release's state
+	// protocol (one built before release 7).
+	ErrOldLibrary = errors.New("library of another state protocol")
 )
 
 //go:embed header.h.tmpl
@@ -87,8 +94,7 @@ type headerData struct {
 	Release                                int
 	Epoch, MaxSequence, MinState, MaxState int64
 	SequenceBits, NodeBits, TimestampShift uint
-	StaleMs, CatchUpSpreadMs               int64
-	CatchUpMs, LagLimitMs, LockWaitMs      int64
+	DueMs                                  int64
 	TimestampError                         string // a C string literal, a format with one %lld
 }
 
@@ -103,21 +109,17 @@ func Header(l snowflake.Layout) ([]byte, error) {
 	msg := snowflake.RangeMessage(snowflake.FieldTimestamp, "\x00", l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp))
 	msg = strings.ReplaceAll(strings.ReplaceAll(msg, "%", "%%"), "\x00", "%lld")
 	d := headerData{
-		Layout:          l.String(),
-		Release:         Release,
-		Epoch:           l.Epoch(),
-		MaxSequence:     l.Max(snowflake.FieldSequence),
-		MinState:        l.Epoch() << sb,
-		MaxState:        l.Max(snowflake.FieldTimestamp)<<sb | l.Max(snowflake.FieldSequence),
-		SequenceBits:    sb,
-		NodeBits:        l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
-		TimestampShift:  l.Shift(snowflake.FieldTimestamp),
-		StaleMs:         sqlgen.StaleAfter.Milliseconds(),
-		CatchUpSpreadMs: (sqlgen.StaleAfter - sqlgen.CatchUpAfter).Milliseconds(),
-		CatchUpMs:       sqlgen.CatchUpAfter.Milliseconds(),
-		LagLimitMs:      sqlgen.LagLimit.Milliseconds(),
-		LockWaitMs:      sqlgen.CatchUpLockWait.Milliseconds(),
-		TimestampError:  cString(msg),
+		Layout:         l.String(),
+		Release:        Release,
+		Epoch:          l.Epoch(),
+		MaxSequence:    l.Max(snowflake.FieldSequence),
+		MinState:       l.Epoch() << sb,
+		MaxState:       l.Max(snowflake.FieldTimestamp)<<sb | l.Max(snowflake.FieldSequence),
+		SequenceBits:   sb,
+		NodeBits:       l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
+		TimestampShift: l.Shift(snowflake.FieldTimestamp),
+		DueMs:          sqlgen.CatchUpDue.Milliseconds(),
+		TimestampError: cString(msg),
 	}
 	var b bytes.Buffer
 	if err := header.Execute(&b, d); err != nil {
@@ -288,11 +290,15 @@ func tail(b []byte) string {
 	return strings.TrimSpace(string(b))
 }
 
-// LayoutHash names a layout's library: the first 12 hex digits of the
-// SHA-256 of its spec (snowflake.Layout.String()). Libraries of
-// different layouts differ (the layout is compiled in).
-func LayoutHash(spec string) string {
-	sum := sha256.Sum256([]byte(spec))
+// LibraryHash names the library of a layout: the first 12 hex digits of
+// the SHA-256 of its spec (snowflake.Layout.String()) and, from release
+// 7, " protocol 7". Libraries of different layouts differ (the layout is
+// compiled in), and so do those of different state protocols: a server
+// keeps a loaded library by its path, and its databases at release 6 and
+// at release 7 each need their own (a library built before release 7 is
+// named by the spec alone).
+func LibraryHash(spec string) string {
+	sum := sha256.Sum256([]byte(fmt.Sprintf("%s protocol %d", spec, Release)))
 	return hex.EncodeToString(sum[:6])
 }
 
@@ -303,7 +309,7 @@ func LayoutHash(spec string) string {
 // extensions), trying the name and then the name with ".so". A dump of a
 // database whose C function names it restores, and the function runs, on
 // any server that has the file there. PortableLibrary installs it.
-func PortableName(l snowflake.Layout) string { return "sfgen_native_" + LayoutHash(l.String()) }
+func PortableName(l snowflake.Layout) string { return "sfgen_native_" + LibraryHash(l.String()) }
 
 // IsPortableName reports whether name is a PortableName (of some layout).
 func IsPortableName(name string) bool {

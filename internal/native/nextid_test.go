@@ -102,10 +102,10 @@ func TestNativeMixedWithSQL(t *testing.T) {
 	for i := 0; !stop.Stopped(); i++ {
 		switch i % 4 {
 		case 0: // a catch-up cut short after it set the guard to 0
-			mustExec(t, disruptor, "SELECT setval('snowflake_catch_up_guard', 0)")
+			mustExec(t, disruptor, "SELECT setval('snowflake_caught_up', 0)")
 			cutShort.Add(1)
 		case 1, 3: // a catch-up due
-			mustExec(t, disruptor, "SELECT setval('snowflake_catch_up_guard', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)", sqlgen.StaleAfter.Milliseconds())
+			mustExec(t, disruptor, "SELECT setval('snowflake_caught_up', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - $1)", sqlgen.StaleAfter.Milliseconds())
 			stale.Add(1)
 		case 2:
 			if _, err := disruptor.Exec(ctx, "SELECT pg_cancel_backend($1)", pids[(i/4)%sessions]); err != nil {
@@ -169,16 +169,16 @@ func TestNativeSequenceAlteredMidStatement(t *testing.T) {
 	})
 	t.Run("guard", func(t *testing.T) {
 		_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
-		alterAt(t, conn, "ALTER SEQUENCE snowflake_catch_up_guard RESTART")
-		before := filenode(t, conn, "snowflake_catch_up_guard")
+		alterAt(t, conn, "ALTER SEQUENCE snowflake_caught_up RESTART")
+		before := filenode(t, conn, "snowflake_caught_up")
 		mustExec(t, conn, "BEGIN")
-		mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+60_000)
+		mustExec(t, conn, "SELECT setval('snowflake_caught_up', $1)", nowMs(t, conn)+60_000)
 		slow := slowCalls(t, conn)
 		mustExec(t, conn, "SELECT snowflake_next_id(), alter_at(g) FROM generate_series(1, 300) g")
 		slow = slowCalls(t, conn) - slow
-		guard := queryInt(t, conn, "SELECT coalesce(pg_sequence_last_value('snowflake_catch_up_guard'), 0)")
+		guard := queryInt(t, conn, "SELECT coalesce(pg_sequence_last_value('snowflake_caught_up'), 0)")
 		mustExec(t, conn, "COMMIT")
-		if after := filenode(t, conn, "snowflake_catch_up_guard"); after == before {
+		if after := filenode(t, conn, "snowflake_caught_up"); after == before {
 			t.Fatalf("ALTER SEQUENCE kept the guard's file %d: the test needs a new one", before)
 		}
 		if slow != 1 || guard == 0 {
@@ -196,7 +196,7 @@ func TestNativeEndOfTheState(t *testing.T) {
 	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4}, false)
 	maxState := queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")
 	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", maxState-2)
-	mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+60_000)
+	mustExec(t, conn, "SELECT setval('snowflake_caught_up', $1)", nowMs(t, conn)+60_000)
 	last := tw.Max(snowflake.FieldTimestamp)
 	for _, seq := range []int64{4094, 4095} {
 		want := (last-snowflake.TwitterEpoch)<<22 | 3<<17 | 4<<12 | seq // the README's formula
@@ -227,7 +227,7 @@ func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
 	conn := connect(t, dsn)
 	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter}, so, false)
 	maxState := queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")
-	mustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, conn)+600_000)
+	mustExec(t, conn, "SELECT setval('snowflake_caught_up', $1)", nowMs(t, conn)+600_000)
 	mustExec(t, conn, "BEGIN")
 	mustExec(t, conn, fmt.Sprintf("ALTER SEQUENCE snowflake_state MAXVALUE %d", maxState)) // a new file, in this transaction
 	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", (nowMs(t, conn)+60_000)<<12)
@@ -248,18 +248,18 @@ func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
 }
 
 // TestNativeCatchUpWaitsAndCancels: while another session holds the
-// catch-up lock and a catch-up was cut short (the guard at 0), a call
-// waits for the lock (at most sqlgen.CatchUpLockWait at a time, and again)
+// catch-up's turn and a catch-up was cut short (the guard at 0), a call
+// (its slow path is the SQL's snowflake_next_state()) waits for the turn
 // and never uses a value, and its statement_timeout still ends it; once
-// the lock is free, the next call finishes the catch-up.
+// the turn is free, the next call finishes the catch-up.
 func TestNativeCatchUpWaitsAndCancels(t *testing.T) {
 	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
 	app := connect(t, dsn)
 	ctx := context.Background()
 	queryInt(t, app, "SELECT snowflake_next_id()")
 	mustExec(t, owner, "BEGIN")
-	mustExec(t, owner, "LOCK TABLE snowflake_state_lock IN SHARE UPDATE EXCLUSIVE MODE")
-	mustExec(t, owner, "SELECT setval('snowflake_catch_up_guard', 0)")
+	mustExec(t, owner, generatortest.TurnRow(""))
+	mustExec(t, owner, "SELECT setval('snowflake_caught_up', 0)")
 	mustExec(t, app, "SET statement_timeout = '400ms'")
 	qctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
@@ -267,13 +267,13 @@ func TestNativeCatchUpWaitsAndCancels(t *testing.T) {
 	err := app.QueryRow(qctx, "SELECT snowflake_next_id()").Scan(&id)
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) || pe.Code != "57014" {
-		t.Fatalf("a call while the catch-up lock is held and the guard is 0: %d, %v; want statement_timeout's query_canceled", id, err)
+		t.Fatalf("a call while the catch-up's turn is held and the guard is 0: %d, %v; want statement_timeout's query_canceled", id, err)
 	}
 	mustExec(t, owner, "COMMIT")
 	mustExec(t, app, "RESET statement_timeout")
 	queryInt(t, app, "SELECT snowflake_next_id()")
-	if g := queryInt(t, app, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g == 0 {
-		t.Fatalf("after the lock was released, the guard is still 0: the call did not finish the catch-up")
+	if g := queryInt(t, app, "SELECT pg_sequence_last_value('snowflake_caught_up')"); g == 0 {
+		t.Fatalf("after the turn was released, the guard is still 0: the call did not finish the catch-up")
 	}
 }
 
@@ -294,7 +294,7 @@ func TestNativeTwoSchemasInOneSession(t *testing.T) {
 		installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: s.name, Datacenter: s.dc, Machine: s.m}, so, false)
 		// Each state at its own sequence number, the guard a minute
 		// ahead: the fast path, whose next value is the state's + 1.
-		mustExec(t, conn, fmt.Sprintf("SELECT setval('%[1]s.snowflake_state', $1), setval('%[1]s.snowflake_catch_up_guard', $2)", s.name), ms<<12|s.offset, ms+60_000)
+		mustExec(t, conn, fmt.Sprintf("SELECT setval('%[1]s.snowflake_state', $1), setval('%[1]s.snowflake_caught_up', $2)", s.name), ms<<12|s.offset, ms+60_000)
 	}
 	tw := snowflake.Twitter
 	check := func(what string, id int64, i, call int) {
@@ -324,9 +324,9 @@ func TestNativeTwoSchemasInOneSession(t *testing.T) {
 
 // TestNativeCatchUpGivesBackLockAndUser: a catch-up tried without
 // waiting (the last one old, the state not behind), made by a call in the
-// middle of a role's transaction, releases the catch-up lock as soon as it
-// is done and gives the caller's user back: another session takes the
-// lock at once while the transaction is still open, and current_user is
+// middle of a role's transaction, passes the catch-up's turn on as soon as
+// it is done and gives the caller's user back: another session takes the
+// turn at once while the transaction is still open, and current_user is
 // the role's in the call's own statement and in the next.
 func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
 	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
@@ -340,18 +340,18 @@ func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
 		// The state a minute ahead (a value taken is never far behind,
 		// so the try does not wait) and the last catch-up a minute old.
 		mustExec(t, owner, "SELECT setval('snowflake_state', $1)", (now+60_000)<<12)
-		mustExec(t, owner, "SELECT setval('snowflake_catch_up_guard', $1)", now-60_000)
+		mustExec(t, owner, "SELECT setval('snowflake_caught_up', $1)", now-60_000)
 		mustExec(t, app, "BEGIN")
 		var id int64
 		var during string
 		if err := app.QueryRow(ctx, "SELECT snowflake_next_id(), current_user").Scan(&id, &during); err != nil {
 			t.Fatal(err)
 		}
-		if g := queryInt(t, owner, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')"); g < now {
+		if g := queryInt(t, owner, "SELECT pg_sequence_last_value('snowflake_caught_up')"); g < now {
 			t.Fatalf("transaction %d: the guard is %d after the call, before the clock's %d: the call did not catch up", tx, g, now)
 		}
-		if _, err := owner.Exec(ctx, "BEGIN; LOCK TABLE snowflake_state_lock IN SHARE UPDATE EXCLUSIVE MODE; COMMIT"); err != nil {
-			t.Errorf("transaction %d: the catch-up lock while the caller's transaction is open: %v; want it free", tx, err)
+		if _, err := owner.Exec(ctx, "BEGIN; "+generatortest.TurnRow(" NOWAIT")+"; COMMIT"); err != nil {
+			t.Errorf("transaction %d: the catch-up's turn while the caller's transaction is open: %v; want it free", tx, err)
 			mustExec(t, owner, "ROLLBACK")
 		}
 		var after string
@@ -384,7 +384,7 @@ func TestNativeNodeFromAnyFunction(t *testing.T) {
 	mustExec(t, conn, `CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
 		BEGIN RETURN (5::bigint << 17) | (6::bigint << 12) | 4095 | (1::bigint << 40); END $$`)
 	ms := nowMs(t, conn)
-	mustExec(t, conn, "SELECT setval('snowflake_state', $1), setval('snowflake_catch_up_guard', $2)", ms<<12|100, ms+60000)
+	mustExec(t, conn, "SELECT setval('snowflake_state', $1), setval('snowflake_caught_up', $2)", ms<<12|100, ms+60000)
 	d, err := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()")))
 	if want := (snowflake.Parts{Timestamp: ms, Datacenter: 5, Machine: 6, Sequence: 101}); err != nil || d != want {
 		t.Fatalf("with a PL/pgSQL node_bits() of 5/6 and other bits set: %+v, %v; want %+v (the other bits masked off)", d, err, want)
@@ -447,9 +447,9 @@ func TestNativePrivileges(t *testing.T) {
 	queryInt(t, app, "SELECT snowflake_next_id()")
 	for _, c := range []struct{ revoke, grant, prepare string }{
 		{"REVOKE USAGE ON SEQUENCE snowflake_state FROM PUBLIC", "GRANT USAGE ON SEQUENCE snowflake_state TO PUBLIC", ""},
-		{"REVOKE SELECT ON SEQUENCE snowflake_catch_up_guard FROM PUBLIC", "GRANT SELECT ON SEQUENCE snowflake_catch_up_guard TO PUBLIC", ""},
+		{"REVOKE SELECT ON SEQUENCE snowflake_caught_up FROM PUBLIC", "GRANT SELECT ON SEQUENCE snowflake_caught_up TO PUBLIC", ""},
 		// The slow path, made due.
-		{"REVOKE EXECUTE ON FUNCTION snowflake_next_state() FROM PUBLIC", "GRANT EXECUTE ON FUNCTION snowflake_next_state() TO PUBLIC", "SELECT setval('snowflake_catch_up_guard', 0)"},
+		{"REVOKE EXECUTE ON FUNCTION snowflake_next_state() FROM PUBLIC", "GRANT EXECUTE ON FUNCTION snowflake_next_state() TO PUBLIC", "SELECT setval('snowflake_caught_up', 0)"},
 	} {
 		mustExec(t, owner, c.revoke)
 		if c.prepare != "" {
@@ -476,10 +476,10 @@ func TestNativeHoldsTheSequencesLocks(t *testing.T) {
 	for tx := 1; tx <= 3; tx++ {
 		// The last catch-up a minute ahead: the fast path, and no slow
 		// path (whose SQL takes the same locks) in the transaction.
-		mustExec(t, owner, "SELECT setval('snowflake_catch_up_guard', $1)", nowMs(t, owner)+60_000)
+		mustExec(t, owner, "SELECT setval('snowflake_caught_up', $1)", nowMs(t, owner)+60_000)
 		mustExec(t, app, "BEGIN")
 		queryInt(t, app, "SELECT snowflake_next_id()")
-		for _, seq := range []string{"snowflake_state", "snowflake_catch_up_guard"} {
+		for _, seq := range []string{"snowflake_state", "snowflake_caught_up"} {
 			_, err := owner.Exec(ctx, fmt.Sprintf("ALTER SEQUENCE %s MAXVALUE %d", seq,
 				queryInt(t, owner, "SELECT seqmax FROM pg_sequence WHERE seqrelid = $1::regclass", seq)))
 			var pe *pgconn.PgError

@@ -54,7 +54,7 @@ var ErrUnknownRelease = errors.New("unknown sfgen release")
 // none (UnsetNode).
 var ErrNodeAndUnset = errors.New("options both set a node and leave it unset")
 
-//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl templates/release5/*.sql.tmpl templates/release6/*.sql.tmpl
+//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl templates/release5/*.sql.tmpl templates/release6/*.sql.tmpl templates/release7/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -122,7 +122,7 @@ func ScriptAt(o Options, release int) ([]byte, error) {
 	switch release {
 	case 1:
 		return render(o, 1, "snowflake.sql.tmpl", false)
-	case 2, 3, 4, 5, 6:
+	case 2, 3, 4, 5, 6, 7:
 		return render(o, release, "script.sql.tmpl", false)
 	}
 	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
@@ -278,6 +278,20 @@ const (
 	LockWait = 5 * time.Second
 )
 
+// The catch-up's turn, from release 7 (turn.sql.tmpl): a catch-up runs
+// only while its session holds the current turn's row, one of
+// CatchUpTurns, and then passes the turn on to a row no transaction in
+// progress holds, of CatchUpTurnTries tried at random. A call that finds
+// another session at it tries again at once CatchUpTurnSpins times, then
+// every millisecond. A transaction keeps each row it took a turn on until
+// it ends, so the rows are many: only a transaction that took thousands
+// of turns (a catch-up is due every 7 ms) and stays open can hold most.
+const (
+	CatchUpTurns     = 16384
+	CatchUpTurnTries = 8
+	CatchUpTurnSpins = 10
+)
+
 // NodeUnsetRecentXids is how recently, in transactions of the whole
 // server, the generator's state must have been made for release 5's
 // upgrade to unset a 0/0 node nobody chose: a fresh database migrated in
@@ -344,6 +358,9 @@ type templateData struct {
 	MarkedFunctions     []string
 	LockWaitSeconds     int64
 	LockWaitMs          int64 // CatchUpLockWait
+	// From release 7: CatchUpTurns (and the last row's slot),
+	// CatchUpTurnTries, CatchUpTurnSpins.
+	TurnSlots, TurnSlotsMax, TurnTries, TurnSpins int64
 }
 
 func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
@@ -418,6 +435,10 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		LockWaitMs:          CatchUpLockWait.Milliseconds(),
 		LeaseFutureMs:       LeaseFutureBound.Milliseconds(),
 		NodeUnsetRecentXids: NodeUnsetRecentXids,
+		TurnSlots:           CatchUpTurns,
+		TurnSlotsMax:        CatchUpTurns - 1,
+		TurnTries:           CatchUpTurnTries,
+		TurnSpins:           CatchUpTurnSpins,
 	}
 	switch release {
 	case 2:

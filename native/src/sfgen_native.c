@@ -1,11 +1,11 @@
 /*
  * sfgen_native.c: snowflake_next_id() in C, for servers that load C
  * extensions. It follows the state protocol of the SQL generator of sfgen
- * release 2 exactly (docs/generator.md), on the same objects, so that C
+ * release 7 exactly (docs/generator.md), on the same objects, so that C
  * and SQL sessions can make IDs from one state at the same time without
  * ever repeating one (docs/native.md has the argument):
  *
- *   - it reads the guard <schema>.snowflake_catch_up_guard's last_value,
+ *   - it reads the guard <schema>.snowflake_caught_up's last_value,
  *     before anything else, from its pinned page (without the buffer's
  *     share lock on the fast path: read_guard_unlocked());
  *   - while the last catch-up is recent (the clock before guard + StaleMs -
@@ -15,11 +15,10 @@
  *     same page under the same buffer lock with the same WAL record, done
  *     here (state_nextval()) without its per-call lookups; the privileges
  *     nextval() checks are checked as the backend's lookups are kept;
- *   - otherwise (the guard NULL, 0 or old) it takes the slow path,
- *     <schema>.snowflake_next_state()'s loop in C (slow_path()), whose
- *     catch-up takes the same lock (<schema>.snowflake_state_lock) and the
- *     same steps as the PL/pgSQL one, as the objects' owner: one catch-up
- *     written twice, so that C and SQL catch-ups exclude each other;
+ *   - otherwise (the guard NULL, 0 or old) it takes the slow path: it
+ *     calls <schema>.snowflake_next_state(), the SQL generator's own, so
+ *     that one catch-up, in its turns, serves C and SQL sessions alike
+ *     (releases 2 to 6 had a C twin of it, under their table lock);
  *   - it puts in the node from <schema>.snowflake_node_bits() with the
  *     SQL's mask and shifts.
  *
@@ -47,7 +46,6 @@
 #include "catalog/pg_sequence.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
-#include "common/pg_prng.h"
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "miscadmin.h"
@@ -79,6 +77,7 @@ void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(sfgen_next_id);
 PG_FUNCTION_INFO_V1(sfgen_native_layout);
+PG_FUNCTION_INFO_V1(sfgen_native_release);
 PG_FUNCTION_INFO_V1(sfgen_native_slow_calls);
 
 /* This backend's calls that took the slow path (sfgen_native_slow_calls()). */
@@ -134,9 +133,9 @@ typedef struct SfSite
 	bool		state_wal;		/* RelationNeedsWAL() of the state */
 	bool		state_plain;	/* INCREMENT 1, CACHE 1, NO CYCLE: state_nextval() may */
 	int64		state_max;		/* the state's MAXVALUE */
-	SfSeq		guard;			/* <schema>.snowflake_catch_up_guard */
-	Oid			owner;			/* the owner of all of them, whom the catch-up acts as */
-	Oid			catch_up_lock;	/* <schema>.snowflake_state_lock, the catch-up's lock */
+	SfSeq		guard;			/* <schema>.snowflake_caught_up */
+	Oid			owner;			/* the owner of all of them */
+	Oid			next_state;		/* <schema>.snowflake_next_state(), the slow path */
 	Oid			node_fn;		/* <schema>.snowflake_node_bits() */
 	bool		node_constant;	/* its body is "SELECT <n>::bigint" */
 	uint64		node_read;		/* otherwise: the transaction it was called in */
@@ -505,9 +504,7 @@ check_site(SfSite *site)
 	ReleaseSysCache(tup);
 
 	site->state.relid = lookup_relation("snowflake_state", RELKIND_SEQUENCE, "sequence", nsp, owner);
-	site->guard.relid = lookup_relation("snowflake_catch_up_guard", RELKIND_SEQUENCE, "sequence", nsp, owner);
-	/* The catch-up's lock, which snowflake_next_state() takes too. */
-	site->catch_up_lock = lookup_relation("snowflake_state_lock", RELKIND_RELATION, "table", nsp, owner);
+	site->guard.relid = lookup_relation("snowflake_caught_up", RELKIND_SEQUENCE, "sequence", nsp, owner);
 	site->owner = owner;
 	/*
 	 * The privileges nextval() and pg_sequence_last_value() check on every
@@ -550,12 +547,10 @@ check_site(SfSite *site)
 		ReleaseSysCache(stup);
 	}
 
-	/*
-	 * The SQL slow path: not called (slow_path() is its C twin), but
-	 * EXECUTE on it is what a caller of the SQL generator needs for the
-	 * slow path, so the C one needs it too.
-	 */
-	ReleaseSysCache(lookup_function("snowflake_next_state", nsp, owner));
+	/* The slow path, which the caller must be allowed to execute. */
+	tup = lookup_function("snowflake_next_state", nsp, owner);
+	site->next_state = ((Form_pg_proc) GETSTRUCT(tup))->oid;
+	ReleaseSysCache(tup);
 	read_node(site, nsp, owner);
 	site->user = GetUserId();
 	site->valid = true;
@@ -725,203 +720,28 @@ state_nextval(SfSite *site)
 	return result;
 }
 
-/* The clock's Unix millisecond, floored. */
-static inline int64
-clock_ms(void)
-{
-	return (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) / 1000;
-}
-
-static void
-set_sequence(Oid relid, int64 value)
-{
-	(void) DirectFunctionCall2(setval_oid, ObjectIdGetDatum(relid), Int64GetDatum(value));
-}
-
 /*
- * The catch-up proper, under the catch-up lock, as the owner: the SQL's
- * steps in the SQL's order. Unless a catch-up was cut short (the guard 0)
- * or the last one is SF_CATCH_UP_MS old: the guard to 0 (from here on no
- * session uses a value it takes, except at most one each that read the
- * guard before), the state to the clock's millisecond only if the clock
- * is more than that many values (the backends) past it, the guard to the
- * clock.
- */
-static void
-move_state(SfSite *site)
-{
-	bool		guard_null;
-	bool		last_null;
-	int64		guard = read_guard(site, &guard_null);
-	int64		now_ms = clock_ms();
-	int64		backends;
-	int64		last;
-	int64		target;
-
-	if (!guard_null && guard != 0 && guard > now_ms - SF_CATCH_UP_MS)
-		return;					/* none cut short, and the last one recent */
-	/* The SQL's bound: every backend slot, and 8 more. */
-	backends = (int64) MaxConnections + autovacuum_max_workers + max_worker_processes + max_wal_senders + 8;
-	if (guard_null || guard != 0)
-		set_sequence(site->guard.relid, 0);
-	last = sequence_last(&site->state, &last_null);	/* NULL: 0 */
-	target = (now_ms << SF_SEQUENCE_BITS) - 1;
-	if (last + backends < target)
-		set_sequence(site->state.relid, target);
-	set_sequence(site->guard.relid, now_ms);
-}
-
-/*
- * The catch-up's steps (move_state()) as the owner of sfgen's objects, as
- * the SECURITY DEFINER snowflake_next_state() runs them, with the user
- * given back after; they call nothing but setval() and reads of the
- * sequences' pages. Sequences are not transactional, so the setval()s
- * stay whatever happens after them. An error midway reaches the caller,
- * and the abort of the (sub)transaction that takes it gives the user back,
- * as it does for any function.
- */
-static void
-move_state_as_owner(SfSite *site)
-{
-	Oid			user;
-	int			sec;
-
-	GetUserIdAndSecContext(&user, &sec);
-	SetUserIdAndSecContext(site->owner, sec | SECURITY_LOCAL_USERID_CHANGE);
-	move_state(site);
-	SetUserIdAndSecContext(user, sec);
-}
-
-/*
- * One try at the catch-up that leaves it to another session at it: the
- * lock is tried (most tries find the session at it) and, when had,
- * released as soon as the catch-up is done. It needs no subtransaction:
- * an error midway (a cancel, a statement_timeout) reaches the caller, and
- * the abort that takes it releases the lock too (the next catch-up then
- * finds the guard at 0 and finishes the job). Returns whether the lock was
- * had.
- */
-static bool
-try_catch_up(SfSite *site)
-{
-	if (!ConditionalLockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock))
-		return false;
-	move_state_as_owner(site);
-	UnlockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
-	return true;
-}
-
-/*
- * One catch-up that waits for the lock, at most SF_LOCK_WAIT_MS, in a
- * subtransaction that is always rolled back, as the PL/pgSQL one's
- * exception block: "the lock not had in time" is caught there and only
- * there, and the lock_timeout setting and the lock never outlive it.
- * Returns whether the lock was had.
- */
-static bool
-wait_catch_up(SfSite *site)
-{
-	MemoryContext cxt = CurrentMemoryContext;
-	ResourceOwner resowner = CurrentResourceOwner;
-	volatile bool locked = false;
-
-	BeginInternalSubTransaction(NULL);
-	MemoryContextSwitchTo(cxt);
-	PG_TRY();
-	{
-		char		timeout[32];
-
-		/* Undone by the subtransaction's end. */
-		snprintf(timeout, sizeof(timeout), "%dms", SF_LOCK_WAIT_MS);
-		(void) set_config_option("lock_timeout", timeout, PGC_USERSET, PGC_S_SESSION,
-								 GUC_ACTION_LOCAL, true, 0, false);
-		LockRelationOid(site->catch_up_lock, ShareUpdateExclusiveLock);
-		locked = true;
-		move_state_as_owner(site);
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = resowner;
-	}
-	PG_CATCH();
-	{
-		ErrorData  *edata;
-
-		MemoryContextSwitchTo(cxt);
-		edata = CopyErrorData();
-		FlushErrorState();
-		RollbackAndReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(cxt);
-		CurrentResourceOwner = resowner;
-		/* The lock not had in time: as the SQL's lock_not_available. */
-		if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-			ReThrowError(edata);
-		FreeErrorData(edata);
-	}
-	PG_END_TRY();
-	return locked;
-}
-
-/*
- * The slow path: snowflake_next_state()'s loop, in C. The guard first,
- * then the state: never a value taken after reading 0 (NULL, never set or
- * after a crash, counts as old as can be). A value taken while no
- * catch-up is due and the state is at most SF_LAG_LIMIT_MS behind the
- * clock is used; otherwise the call catches up (or waits for the session
- * at it) and tries again, or, when the lock could not be had, uses the
- * value it took: IDs stay unique and increasing, only dated late, rather
- * than wait.
+ * The slow path: the SQL's snowflake_next_state(), called as the executor
+ * calls it (SECURITY DEFINER: as its owner), which catches up when the
+ * catch-up is due and it gets the turn, waits for another session's
+ * catch-up when it must, and returns the state to use: so that C and SQL
+ * sessions share one catch-up, and its turns exclude both.
  */
 static int64
 slow_path(SfSite *site)
 {
 	slow_calls++;
-	for (;;)
-	{
-		bool		guard_null;
-		int64		guard = read_guard(site, &guard_null);
-		int64		state = 0;
-		bool		wait;
-		bool		taken;
-		bool		locked;
-
-		if (guard_null)
-			guard = 1;
-		wait = guard == 0;
-		taken = !wait;
-		if (taken)
-		{
-			int64		now_ms;
-
-			state = state_nextval(site);
-			now_ms = clock_ms();
-			wait = state < ((now_ms - SF_LAG_LIMIT_MS) << SF_SEQUENCE_BITS);
-			if (!wait && guard > now_ms - SF_CATCH_UP_MS)
-				return state;
-		}
-		locked = wait ? wait_catch_up(site) : try_catch_up(site);
-		if (!wait || (taken && !locked && state >= SF_MIN_STATE))
-			return state;
-		CHECK_FOR_INTERRUPTS();
-	}
+	return DatumGetInt64(OidFunctionCall0(site->next_state));
 }
 
 /*
- * The SQL's test, clock_timestamp() < to_timestamp((guard + (StaleMs -
- * CatchUpSpreadMs * random())) / 1000), in microseconds; random() is drawn
- * only where it decides. (A guard of 0, a catch-up running, fails it.)
+ * The SQL's test, clock_timestamp() < to_timestamp((guard + DueMs) / 1000),
+ * in microseconds. (A guard of 0, a catch-up running, fails it.)
  */
 static inline bool
 fast_path(int64 guard)
 {
-	double		now_us = (double) (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US);
-	double		guard_us = (double) guard * 1000.0;
-
-	if (now_us < guard_us + (double) (SF_STALE_MS - SF_CATCH_UP_SPREAD_MS) * 1000.0)
-		return true;
-	if (now_us >= guard_us + (double) SF_STALE_MS * 1000.0)
-		return false;
-	return now_us < guard_us + ((double) SF_STALE_MS -
-								(double) SF_CATCH_UP_SPREAD_MS * pg_prng_double(&pg_global_prng_state)) * 1000.0;
+	return (double) (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) < ((double) guard + (double) SF_DUE_MS) * 1000.0;
 }
 
 /*
@@ -988,6 +808,18 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 	rel = (uint64) (state - SF_MIN_STATE);
 	PG_RETURN_INT64((int64) (((rel >> SF_SEQUENCE_BITS) << SF_TIMESTAMP_SHIFT) |
 							 site->node | (rel & SF_MAX_SEQUENCE)));
+}
+
+/*
+ * sfgen_native_release() RETURNS integer: the SQL release whose state
+ * protocol this library follows (7: the guard snowflake_caught_up and the
+ * SQL slow path), so that an install refuses a library built before it
+ * (which has no such function) and an upgrade does not carry one over.
+ */
+Datum
+sfgen_native_release(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_INT32(SF_RELEASE);
 }
 
 /*

@@ -158,7 +158,7 @@ func HeldLocks(t testing.TB, conn *pgx.Conn, pids []uint32) string {
 // the last catch-up, 0 while one runs (or was cut short).
 func guard(t testing.TB, conn *pgx.Conn) int64 {
 	t.Helper()
-	return QueryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_catch_up_guard')")
+	return QueryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_caught_up')")
 }
 
 // makeStale sets the guard StaleAfter before the clock, so that the next
@@ -168,7 +168,7 @@ func makeStale(t testing.TB, conn *pgx.Conn) int64 {
 	return QueryInt(t, conn, staleGuard)
 }
 
-var staleGuard = fmt.Sprintf("SELECT setval('snowflake_catch_up_guard', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - %d)", sqlgen.StaleAfter.Milliseconds())
+var staleGuard = fmt.Sprintf("SELECT setval('snowflake_caught_up', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - %d)", sqlgen.StaleAfter.Milliseconds())
 
 // A Stop is what the sessions of a long scenario share: a flag that ends
 // them all, and the first error that made one of them stop it.
@@ -199,4 +199,14 @@ func (s *Stop) Err() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.err
+}
+
+// TurnRow is a query that locks the row of the catch-up's current turn
+// (release 7) in the public schema's generator, FOR UPDATE with suffix
+// ("", " NOWAIT" or " SKIP LOCKED"): run as the owner in an open
+// transaction, it holds the turn as a catch-up does, so that no other
+// session can catch up until that transaction ends.
+func TurnRow(suffix string) string {
+	return fmt.Sprintf("SELECT t.slot FROM public_sfgen.snowflake_catch_up_turn t WHERE t.slot = coalesce(pg_sequence_last_value('public_sfgen.snowflake_catch_up_key'), 0) %% %d FOR UPDATE%s",
+		sqlgen.CatchUpTurns, suffix)
 }

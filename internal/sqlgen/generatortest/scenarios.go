@@ -217,7 +217,7 @@ func clockStepsBack(t *testing.T, g Generator) {
 			}
 			ahead := d.Timestamp + 60000
 			MustExec(t, conn, "SELECT setval('snowflake_state', $1)", ahead<<12)
-			MustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', "+c.guard+") FROM (SELECT trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS clock_ms) x")
+			MustExec(t, conn, "SELECT setval('snowflake_caught_up', "+c.guard+") FROM (SELECT trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint AS clock_ms) x")
 			rows, err := conn.Query(context.Background(), "SELECT snowflake_next_id() FROM generate_series(1, 10000)")
 			if err != nil {
 				t.Fatal(err)
@@ -449,7 +449,7 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 		}
 		if i%10 == 0 {
 			// As a catch-up cut short after it set the guard to 0.
-			MustExec(t, canceller, "SELECT setval('snowflake_catch_up_guard', 0)")
+			MustExec(t, canceller, "SELECT setval('snowflake_caught_up', 0)")
 			cutShort.Add(1)
 		}
 		if cancelled.Load() >= minCancelled && inserted.Load() >= minInserted && cutShort.Load() >= minCutShort {
@@ -475,7 +475,7 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 		t.Fatalf("%d repeated IDs", n)
 	}
 	// And a cut-short catch-up is finished by the next call.
-	MustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', 0)")
+	MustExec(t, conn, "SELECT setval('snowflake_caught_up', 0)")
 	MustExec(t, conn, "SET statement_timeout = '10s'")
 	QueryInt(t, conn, "SELECT snowflake_next_id()")
 	if guard(t, conn) == 0 {
@@ -485,9 +485,11 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 
 // catchUpInOpenTransactionBlocksNoOne: a session that caught the state up
 // inside a transaction it keeps open holds no lock on
-// snowflake_state_lock meanwhile, so another session that must catch up
-// too does so (its catch-up moves the guard) rather than find the lock
-// taken and go without; nobody waits.
+// snowflake_state_lock meanwhile (releases 2 to 6) and has passed the
+// catch-up's turn on (release 7: it still holds the row of its own turn),
+// so another session that must catch up too does so (its catch-up moves
+// the guard) rather than find the turn taken and go without; nobody
+// waits.
 func catchUpInOpenTransactionBlocksNoOne(t *testing.T, g Generator) {
 	dsn, a := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
 	MustExec(t, a, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
@@ -539,8 +541,11 @@ func nodeOnlyOwnerChanges(t *testing.T, g Generator) {
 			"SELECT snowflake_set_node(9, 9)",
 			"CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE sql STABLE AS 'SELECT 0::bigint'",
 			"SELECT setval('snowflake_state', 0)",
-			"SELECT nextval('snowflake_catch_up_guard')",
-			"SELECT setval('snowflake_catch_up_guard', 0)",
+			"SELECT nextval('snowflake_caught_up')",
+			"SELECT setval('snowflake_caught_up', 0)",
+			// The catch-up's turn, in the private schema: not even named.
+			"SELECT setval('public_sfgen.snowflake_catch_up_key', 0)",
+			"SELECT FROM public_sfgen.snowflake_catch_up_turn FOR UPDATE",
 		} {
 			_, err := app.Exec(context.Background(), q)
 			var pe *pgconn.PgError
@@ -705,7 +710,7 @@ func catchesUpOncePerPeriod(t *testing.T, g Generator) {
 		give_up timestamptz := clock_timestamp() + interval '60 seconds';
 	BEGIN
 		WHILE moves < %d AND clock_timestamp() < give_up LOOP
-			INSERT INTO t(guard) VALUES (pg_sequence_last_value('snowflake_catch_up_guard')) RETURNING guard INTO g;
+			INSERT INTO t(guard) VALUES (pg_sequence_last_value('snowflake_caught_up')) RETURNING guard INTO g;
 			IF g <> last THEN moves := moves + 1; last := g; END IF;
 		END LOOP;
 	END $$`, first, want))
@@ -762,7 +767,7 @@ func fastPathWindow(t *testing.T, g Generator) {
 	for range 50 {
 		for _, c := range cases {
 			set := c.guard(NowMs(t, conn))
-			MustExec(t, conn, "SELECT setval('snowflake_catch_up_guard', $1)", set)
+			MustExec(t, conn, "SELECT setval('snowflake_caught_up', $1)", set)
 			before := g.SlowCalls(t, conn)
 			QueryInt(t, conn, "SELECT snowflake_next_id()")
 			slow, got := g.SlowCalls(t, conn)-before, guard(t, conn)

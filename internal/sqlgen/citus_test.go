@@ -1,0 +1,116 @@
+package sqlgen_test
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sfgen/sfgen/internal/pgcluster/citustest"
+	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// TestCitusBulkLoads: on a Citus coordinator with two workers, a
+// distributed table whose default is snowflake_next_id() takes a
+// 100,000-row INSERT ... SELECT and a 10,000-row COPY through the
+// coordinator, the catch-up due before each (so that the slow path runs
+// inside them, many times over): every ID distinct, with the
+// coordinator's node. Release 6's catch-up, a subtransaction, failed
+// there ("another command is already in progress"); its result on the
+// same load is logged, for comparison.
+func TestCitusBulkLoads(t *testing.T) {
+	cl := citustest.Start(t, 2)
+	ctx := context.Background()
+	conn := connect(t, cl.Coordinator.DSN())
+	for _, c := range []struct {
+		schema  string
+		release int
+		machine int64
+	}{{"r6", 6, 2}, {"r7", sqlgen.Latest, 1}} {
+		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: tw, Schema: c.schema, Datacenter: 1, Machine: c.machine}, c.release)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mustExec(t, conn, string(script))
+		table := c.schema + ".orders"
+		mustExec(t, conn, fmt.Sprintf(`CREATE TABLE %s (id bigint NOT NULL DEFAULT %s.snowflake_next_id(), tenant int NOT NULL, note text, PRIMARY KEY (tenant, id));
+			SELECT create_distributed_table('%s', 'tenant')`, table, c.schema, table))
+		stale := fmt.Sprintf("SELECT setval('%s.%s', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000)", c.schema, guardOf(c.release))
+		load := func() error {
+			mustExec(t, conn, stale)
+			if _, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO %s (tenant, note) SELECT g %% 16, 'bulk' FROM generate_series(1, 100000) g", table)); err != nil {
+				return fmt.Errorf("INSERT ... SELECT: %w", err)
+			}
+			mustExec(t, conn, stale)
+			rows := make([][]any, 10000)
+			for i := range rows {
+				rows[i] = []any{int32(i % 16), "copy"}
+			}
+			if _, err := conn.CopyFrom(ctx, pgx.Identifier{c.schema, "orders"}, []string{"tenant", "note"}, pgx.CopyFromRows(rows)); err != nil {
+				return fmt.Errorf("COPY: %w", err)
+			}
+			return nil
+		}
+		err = load()
+		if c.release < 7 {
+			t.Logf("release %d on Citus, the same loads: %v", c.release, err)
+			continue
+		}
+		if err != nil {
+			t.Fatalf("release %d: %v", c.release, err)
+		}
+		var n, distinct, other int64
+		if err := conn.QueryRow(ctx, fmt.Sprintf("SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE (id >> 12) & 1023 <> %d) FROM %s", 1<<5|1, table)).Scan(&n, &distinct, &other); err != nil {
+			t.Fatal(err)
+		}
+		if n != 110000 || distinct != n || other != 0 {
+			t.Fatalf("release %d: %d rows, %d distinct IDs, %d with another node than 1/1; want 110000, all distinct, none", c.release, n, distinct, other)
+		}
+		var first int64
+		if err := conn.QueryRow(ctx, "SELECT min(id) FROM "+table).Scan(&first); err != nil {
+			t.Fatal(err)
+		}
+		if d, err := tw.Decompose(snowflake.ID(first)); err != nil || d.Datacenter != 1 || d.Machine != 1 {
+			t.Fatalf("release %d: first ID %d decomposes to %+v, %v; want node 1/1", c.release, first, d, err)
+		}
+	}
+}
+
+// guardOf is the guard sequence a release's fast path reads.
+func guardOf(release int) string {
+	if release >= 7 {
+		return "snowflake_caught_up"
+	}
+	return "snowflake_catch_up_guard"
+}
+
+var (
+	sqlComment     = regexp.MustCompile(`--[^\n]*`)
+	exceptionBlock = regexp.MustCompile(`(?i)\bEXCEPTION\s+WHEN\b`)
+)
+
+// TestNoSubtransactionOnTheIDPath: release 7's snowflake_next_state(),
+// the only PL/pgSQL on the way to an ID, has no EXCEPTION block (a
+// subtransaction per catch-up, which Citus cannot run in a bulk load),
+// and snowflake_next_id() calls nothing else of PL/pgSQL; read from the
+// database, as installed.
+func TestNoSubtransactionOnTheIDPath(t *testing.T) {
+	conn := connect(t, pgtest.DSN(t))
+	installScript(t, conn, sqlgen.Options{Layout: tw})
+	for _, f := range []string{"snowflake_next_state()", "snowflake_next_id()"} {
+		var lang, src string
+		if err := conn.QueryRow(context.Background(), "SELECT l.lanname, p.prosrc FROM pg_proc p JOIN pg_language l ON l.oid = p.prolang WHERE p.oid = $1::regprocedure", "public."+f).Scan(&lang, &src); err != nil {
+			t.Fatal(err)
+		}
+		if exceptionBlock.MatchString(sqlComment.ReplaceAllString(src, "")) {
+			t.Errorf("%s (%s) has an EXCEPTION block: a subtransaction on the way to every ID that catches up", f, lang)
+		}
+		if f == "snowflake_next_id()" && lang != "sql" {
+			t.Errorf("snowflake_next_id() is %s; want sql", lang)
+		}
+	}
+}
