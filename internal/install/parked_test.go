@@ -20,18 +20,26 @@ import (
 // code as a statement planned before the upgrade would still run it.
 func releaseOneSlowPath(t *testing.T, schema, name string) string {
 	t.Helper()
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, 1)
+	return releaseFunction(t, schema, 1, "snowflake_next_id_slow", name)
+}
+
+// releaseFunction is release's PL/pgSQL function fn() (no arguments) as
+// its script writes it in schema, under name: what a statement planned
+// before an upgrade still runs.
+func releaseFunction(t *testing.T, schema string, release int, fn, name string) string {
+	t.Helper()
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := `CREATE OR REPLACE FUNCTION "` + schema + `".snowflake_next_id_slow()`
+	head := `CREATE OR REPLACE FUNCTION "` + schema + `".` + fn + `()`
 	_, rest, ok := strings.Cut(string(script), head)
 	if !ok {
-		t.Fatalf("release 1's script has no %s", head)
+		t.Fatalf("release %d's script has no %s", release, head)
 	}
 	body, _, ok := strings.Cut(rest, "\n$fn$;\n")
 	if !ok {
-		t.Fatal("release 1's snowflake_next_id_slow() has no end")
+		t.Fatalf("release %d's %s() has no end", release, fn)
 	}
 	return `CREATE FUNCTION "` + schema + `".` + name + `()` + body + "\n$fn$;\n"
 }
@@ -175,24 +183,10 @@ func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 }
 
 // releaseSixNextState is release 6's snowflake_next_state(), under name,
-// in schema: what a statement planned before the upgrade to release 7
-// still runs (its compiled PL/pgSQL) until it ends.
+// in schema.
 func releaseSixNextState(t *testing.T, schema, name string) string {
 	t.Helper()
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	head := `CREATE OR REPLACE FUNCTION "` + schema + `".snowflake_next_state()`
-	_, rest, ok := strings.Cut(string(script), head)
-	if !ok {
-		t.Fatalf("release 6's script has no %s", head)
-	}
-	body, _, ok := strings.Cut(rest, "\n$fn$;\n")
-	if !ok {
-		t.Fatal("release 6's snowflake_next_state() has no end")
-	}
-	return `CREATE FUNCTION "` + schema + `".` + name + `()` + body + "\n$fn$;\n"
+	return releaseFunction(t, schema, 6, "snowflake_next_state", name)
 }
 
 // TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade: after the upgrade to
