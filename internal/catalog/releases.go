@@ -120,3 +120,19 @@ var KnownRelations = []string{
 	"snowflake_state", "snowflake_state_guard", "snowflake_catch_up_guard", "snowflake_state_lock",
 	"snowflake_caught_up", "snowflake_lease", "snowflake_lease_pkey", VersionTable, VersionTable + "_pkey",
 }
+
+// CatchUpGuard is the guard sequence release's snowflake_next_id()
+// reads before its nextval(): the millisecond of the last catch-up, 0
+// while one runs. Release 1's is snowflake_state_guard, releases 2 to 6's
+// snowflake_catch_up_guard, and release 7's snowflake_caught_up (each
+// parks the one before: docs/generator.md).
+func CatchUpGuard(release int) string {
+	switch {
+	case release <= 1:
+		return "snowflake_state_guard"
+	case release <= 6:
+		return "snowflake_catch_up_guard"
+	default:
+		return "snowflake_caught_up"
+	}
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/citustest"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -39,7 +40,7 @@ func TestCitusBulkLoads(t *testing.T) {
 		table := c.schema + ".orders"
 		mustExec(t, conn, fmt.Sprintf(`CREATE TABLE %s (id bigint NOT NULL DEFAULT %s.snowflake_next_id(), tenant int NOT NULL, note text, PRIMARY KEY (tenant, id));
 			SELECT create_distributed_table('%s', 'tenant')`, table, c.schema, table))
-		stale := fmt.Sprintf("SELECT setval('%s.%s', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000)", c.schema, guardOf(c.release))
+		stale := fmt.Sprintf("SELECT setval('%s.%s', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000)", c.schema, catalog.CatchUpGuard(c.release))
 		load := func() error {
 			mustExec(t, conn, stale)
 			if _, err := conn.Exec(ctx, fmt.Sprintf("INSERT INTO %s (tenant, note) SELECT g %% 16, 'bulk' FROM generate_series(1, 100000) g", table)); err != nil {
@@ -78,14 +79,6 @@ func TestCitusBulkLoads(t *testing.T) {
 			t.Fatalf("release %d: first ID %d decomposes to %+v, %v; want node 1/1", c.release, first, d, err)
 		}
 	}
-}
-
-// guardOf is the guard sequence a release's fast path reads.
-func guardOf(release int) string {
-	if release >= 7 {
-		return "snowflake_caught_up"
-	}
-	return "snowflake_catch_up_guard"
 }
 
 var (

@@ -9,7 +9,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // mustExecPool runs each statement on pool.
@@ -49,7 +51,7 @@ func TestGeneratorAheadOfTheClock(t *testing.T) {
 			installInto(t, pool, schema)
 			mustExecPool(t, pool, "SELECT "+schema+".snowflake_set_node(3, 4)")
 			seedStateAhead(t, pool, schema)
-			mustExecPool(t, pool, "SELECT pg_catalog.setval('"+schema+".snowflake_catch_up_guard', "+guard.value+
+			mustExecPool(t, pool, "SELECT pg_catalog.setval('"+schema+"."+catalog.CatchUpGuard(sqlgen.Latest)+"', "+guard.value+
 				") FROM (SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint AS clock_ms) x")
 			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter, 4, 2500, 5)
 			if err != nil {

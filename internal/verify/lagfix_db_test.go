@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
@@ -73,7 +74,7 @@ func TestCatchUpByNextvalKeepsTheLag(t *testing.T) {
 				// for the clock to move on), the last catch-up long ago.
 				behind := backends/2 - 30
 				now := dbNowMs(t, pool)
-				if _, err := pool.Exec(ctx, fmt.Sprintf("SELECT pg_catalog.setval('%[1]s.snowflake_state'::pg_catalog.regclass, $1::pg_catalog.int8), pg_catalog.setval('%[1]s.snowflake_catch_up_guard'::pg_catalog.regclass, 1)", tc.schema), (now-behind)<<bits); err != nil {
+				if _, err := pool.Exec(ctx, fmt.Sprintf("SELECT pg_catalog.setval('%[1]s.snowflake_state'::pg_catalog.regclass, $1::pg_catalog.int8), pg_catalog.setval('%[1]s.%[2]s'::pg_catalog.regclass, 1)", tc.schema, catalog.CatchUpGuard(tc.release)), (now-behind)<<bits); err != nil {
 					t.Fatal(err)
 				}
 				start := dbNowMs(t, pool)
