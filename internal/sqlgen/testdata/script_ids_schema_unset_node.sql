@@ -1812,14 +1812,50 @@ DO $do$
 -- values from the shared state, which release 7's catch-ups keep up with
 -- the clock. (Nothing to do where it is parked already: release 7 run
 -- again.)
+-- Catch up once first, as their catch-up would (their guard at 0 while
+-- the state moves): a call of theirs that waited for the lock meanwhile,
+-- finding the state far behind, takes values until it is within the lag
+-- limit and moves nothing itself; left far behind, it would loop there
+-- until a release 7 call caught up.
 DECLARE
+    state_seq CONSTANT pg_catalog.regclass := '"ids".snowflake_state';
     old_guard_seq CONSTANT pg_catalog.regclass := '"ids".snowflake_catch_up_guard';
+    guard_seq CONSTANT pg_catalog.regclass := '"ids".snowflake_caught_up';
+    now_ms bigint;
+    last bigint;
+    backends bigint;
     discard bigint;
 BEGIN
     IF COALESCE(pg_catalog.pg_sequence_last_value(old_guard_seq), 0) OPERATOR(pg_catalog.=) 3487858230208 THEN
         RETURN;
     END IF;
     LOCK TABLE "ids".snowflake_state_lock IN SHARE UPDATE EXCLUSIVE MODE;
+    backends := pg_catalog.current_setting('max_connections')::bigint
+        OPERATOR(pg_catalog.+) pg_catalog.current_setting('autovacuum_max_workers')::bigint
+        OPERATOR(pg_catalog.+) pg_catalog.current_setting('max_worker_processes')::bigint
+        OPERATOR(pg_catalog.+) pg_catalog.current_setting('max_wal_senders')::bigint OPERATOR(pg_catalog.+) 8;
+    discard := pg_catalog.setval(old_guard_seq, 0);
+    now_ms := pg_catalog.trunc(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint;
+    -- The guard is 0: from here on no session uses a value it
+            -- takes, except at most one each that read the guard before;
+            -- so setval() the state only if the clock is more than that
+            -- many values past it now. Release 5: within that many values
+            -- of the clock, take the values up to it with nextval(), which
+            -- (unlike setval()) cannot move the state back under a
+            -- nextval() in flight: at most backends of them, so that the
+            -- state reaches the clock all the same and no ID is dated more
+            -- than the lag limit back in layouts whose sequence field is
+            -- narrower than the backend bound (release 4 left the state up
+            -- to backends / 2^sequence bits ms behind).
+            last := COALESCE(pg_catalog.pg_sequence_last_value(state_seq), 0);
+            IF (last OPERATOR(pg_catalog.+) backends) OPERATOR(pg_catalog.<) ((now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1) THEN
+                discard := pg_catalog.setval(state_seq, (now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1);
+            ELSE
+                WHILE last OPERATOR(pg_catalog.<) ((now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1) LOOP
+                    last := pg_catalog.nextval(state_seq);
+                END LOOP;
+            END IF; -- else it is at the clock or ahead of it: leave it be.
+    discard := pg_catalog.setval(guard_seq, now_ms);
     discard := pg_catalog.setval(old_guard_seq, 3487858230208);
 END
 $do$;
