@@ -1,11 +1,22 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/pgcluster/citustest"
+	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // TestNodeCitusFleet runs 'sfgen node --dsn COORDINATOR' on a Citus
@@ -15,12 +26,11 @@ import (
 //   - Installed on each worker too, with nodes of their own: ok, exit 0.
 //   - 'sfgen node --datacenter --machine' on a worker sets that
 //     worker's node alone: two set alike share it, exit 1.
-//   - A schema installed through the coordinator as usual, which Citus
-//     copies to every worker with the coordinator's node: three pairs
-//     share it, exit 1.
+//   - A schema installed through the coordinator by sfgen's plain script
+//     (psql, DDL propagation on), which Citus copies to every worker with
+//     the coordinator's node: three pairs share it, exit 1.
 func TestNodeCitusFleet(t *testing.T) {
 	cl := citustest.Start(t, 2)
-	local := func(dsn string) string { return dsn + "&options=-c%20citus.enable_ddl_propagation%3Doff" }
 	install := func(dsn, schema, machine string) {
 		t.Helper()
 		if code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema, "--datacenter", "1", "--machine", machine); code != exitOK {
@@ -29,7 +39,7 @@ func TestNodeCitusFleet(t *testing.T) {
 	}
 	coordinator := cl.Coordinator.DSN()
 
-	install(local(coordinator), "loc", "1")
+	install(coordinator, "loc", "1") // install keeps it on the coordinator
 	code, out, _ := sfgen(t, "node", "--dsn", coordinator, "--schema", "loc")
 	if code != exitFail || strings.Count(out, "(citus worker) schema loc: no sfgen") != 2 ||
 		!strings.Contains(out, "(citus coordinator) schema loc: datacenter 1, machine 1") ||
@@ -38,7 +48,7 @@ func TestNodeCitusFleet(t *testing.T) {
 	}
 
 	for i, w := range cl.Workers {
-		install(local(w.DSN()), "loc", string(rune('2'+i)))
+		install(w.DSN(), "loc", string(rune('2'+i)))
 	}
 	code, out, _ = sfgen(t, "node", "--dsn", coordinator, "--schema", "loc")
 	if code != exitOK || !strings.Contains(out, "ok: 3 schemas with sfgen, each with its own node") {
@@ -84,7 +94,13 @@ func TestNodeCitusFleet(t *testing.T) {
 		t.Fatalf("two workers set to 1/7: exit %d:\n%s", code, out)
 	}
 
-	install(coordinator, "copied", "4")
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "copied", Datacenter: 1, Machine: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := citustest.Exec(context.Background(), coordinator, string(script)); err != nil {
+		t.Fatal(err)
+	}
 	code, out, _ = sfgen(t, "node", "--dsn", coordinator, "--schema", "copied")
 	if code != exitFail || strings.Count(out, "shared node: datacenter 1, machine 4") != 3 {
 		t.Fatalf("copied by Citus: exit %d:\n%s", code, out)
@@ -107,6 +123,212 @@ func TestVerifyCitusWorker(t *testing.T) {
 		code, out, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", "loc")
 		if code != exitOK || !strings.Contains(out, "0 with another node than 1/"+machine) {
 			t.Errorf("verify %s: exit %d:\n%s%s", dsn, code, out, errOut)
+		}
+	}
+}
+
+// TestCitusInstall is the whole route on a Citus coordinator with two
+// workers, through the CLI: install on the coordinator with node 1/1
+// and on each worker without one (install keeps each Citus node's own);
+// 'sfgen node' gives worker 1 node 1/2 before the distributed table
+// exists and worker 2 node 1/3 after (an insert through worker 2 is
+// refused until then, SF201); a 100,000-row INSERT ... SELECT and a
+// 10,000-row COPY through the coordinator; concurrent inserts through
+// the coordinator and through each worker; start_metadata_sync_to_node
+// for both workers; inserts through each again. Every row is there once,
+// every ID distinct, each with the node of the Citus node it was made on
+// (the README's field positions, not sfgen's decoder); the fleet check
+// over the three passes; the audit through the coordinator reports the
+// three nodes, aggregated on the workers; verify passes on the
+// coordinator and on a worker.
+func TestCitusInstall(t *testing.T) {
+	cl := citustest.Start(t, 2)
+	ctx := context.Background()
+	coordinator := cl.Coordinator.DSN()
+	nodes := []struct {
+		name, dsn string
+		machine   int
+	}{{"coordinator", coordinator, 1}, {"w1", cl.Workers[0].DSN(), 2}, {"w2", cl.Workers[1].DSN(), 3}}
+
+	code, out, errOut := sfgen(t, "install", "--dsn", coordinator, "--schema", "ids", "--datacenter", "1", "--machine", "1")
+	if code != exitOK || !strings.Contains(out, "citus: installed on this coordinator alone") || strings.Contains(errOut, "no node is set") {
+		t.Fatalf("install on the coordinator: exit %d:\n%s%s", code, out, errOut)
+	}
+	for _, w := range nodes[1:] {
+		code, out, errOut := sfgen(t, "install", "--dsn", w.dsn, "--schema", "ids")
+		if code != exitOK || !strings.Contains(out, "citus: installed on this worker alone") || !strings.Contains(errOut, "no node is set") {
+			t.Fatalf("install on %s: exit %d:\n%s%s", w.name, code, out, errOut)
+		}
+	}
+	setNode := func(n int) {
+		t.Helper()
+		if code, out, errOut := sfgen(t, "node", "--dsn", nodes[n].dsn, "--schema", "ids", "--datacenter", "1", "--machine", fmt.Sprint(nodes[n].machine)); code != exitOK {
+			t.Fatalf("sfgen node on %s: exit %d: %s%s", nodes[n].name, code, out, errOut)
+		}
+	}
+	conns := make([]*pgx.Conn, len(nodes))
+	for i, n := range nodes {
+		c, err := pgx.Connect(ctx, n.dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		conns[i] = c
+	}
+	exec := func(c *pgx.Conn, q string, args ...any) {
+		t.Helper()
+		if _, err := c.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	nodeOf := func(i int) string {
+		t.Helper()
+		var dc, m int
+		if err := conns[i].QueryRow(ctx, "SELECT datacenter_id, machine_id FROM ids.snowflake_node()").Scan(&dc, &m); err != nil {
+			t.Fatalf("the node of %s: %v", nodes[i].name, err)
+		}
+		return fmt.Sprintf("%d/%d", dc, m)
+	}
+	checkNodes := func(when string) {
+		t.Helper()
+		for i, n := range nodes {
+			if got, want := nodeOf(i), fmt.Sprintf("1/%d", n.machine); got != want {
+				t.Errorf("%s, the node of %s is %s; want %s", when, n.name, got, want)
+			}
+		}
+	}
+
+	setNode(1)
+	exec(conns[0], `CREATE TABLE public.orders (id bigint NOT NULL DEFAULT ids.snowflake_next_id_local(), tenant int NOT NULL, via text NOT NULL, PRIMARY KEY (tenant, id))`)
+	exec(conns[0], `SELECT create_distributed_table('public.orders', 'tenant')`)
+	_, err := conns[2].Exec(ctx, "INSERT INTO public.orders (tenant, via) VALUES (1, 'w2')")
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "SF201" {
+		t.Fatalf("an insert through worker 2 before it has a node = %v; want SQLSTATE SF201", err)
+	}
+	setNode(2)
+	checkNodes("after create_distributed_table")
+
+	// Bulk loads through the coordinator, a catch-up due before each.
+	stale := "SELECT setval('ids.snowflake_caught_up', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000)"
+	exec(conns[0], stale)
+	exec(conns[0], "INSERT INTO public.orders (tenant, via) SELECT g % 16, 'coordinator' FROM generate_series(1, 100000) g")
+	exec(conns[0], stale)
+	rows := make([][]any, 10000)
+	for i := range rows {
+		rows[i] = []any{int32(i % 16), "coordinator"}
+	}
+	if _, err := conns[0].CopyFrom(ctx, pgx.Identifier{"public", "orders"}, []string{"tenant", "via"}, pgx.CopyFromRows(rows)); err != nil {
+		t.Fatalf("COPY through the coordinator: %v", err)
+	}
+	inserted := int64(110000)
+
+	// Concurrent single-row inserts, 2 clients through each node.
+	concurrently := func(d time.Duration) {
+		t.Helper()
+		var wg sync.WaitGroup
+		var n atomic.Int64
+		errs := make(chan error, 2*len(nodes))
+		for _, nd := range nodes {
+			for range 2 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					c, err := pgx.Connect(ctx, nd.dsn)
+					if err != nil {
+						errs <- err
+						return
+					}
+					defer c.Close(ctx)
+					for end, i := time.Now().Add(d), 0; time.Now().Before(end); i++ {
+						if _, err := c.Exec(ctx, "INSERT INTO public.orders (tenant, via) VALUES ($1, $2)", i%16, nd.name); err != nil {
+							errs <- fmt.Errorf("through %s: %w", nd.name, err)
+							return
+						}
+						n.Add(1)
+					}
+				}()
+			}
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			t.Error(err)
+		}
+		inserted += n.Load()
+	}
+	concurrently(3 * time.Second)
+
+	for _, w := range cl.Workers {
+		host, port := w.Address()
+		exec(conns[0], "SELECT start_metadata_sync_to_node($1, $2)", host, port)
+	}
+	checkNodes("after start_metadata_sync_to_node")
+	concurrently(time.Second)
+
+	var total, distinct int64
+	if err := conns[0].QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM public.orders").Scan(&total, &distinct); err != nil {
+		t.Fatal(err)
+	}
+	if total != inserted || distinct != total {
+		t.Errorf("%d rows, %d distinct IDs; want the %d inserted, all distinct", total, distinct, inserted)
+	}
+	// The node of each row from the README's layout: datacenter at bit
+	// 17, machine at bit 12, 5 bits each.
+	byVia, err := conns[0].Query(ctx, "SELECT via, (id >> 17) & 31, (id >> 12) & 31, count(*) FROM public.orders GROUP BY 1, 2, 3 ORDER BY 1, 2, 3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int64{}
+	for byVia.Next() {
+		var via string
+		var dc, m, n int64
+		if err := byVia.Scan(&via, &dc, &m, &n); err != nil {
+			t.Fatal(err)
+		}
+		got[fmt.Sprintf("%s %d/%d", via, dc, m)] = n
+	}
+	if err := byVia.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes {
+		if got[fmt.Sprintf("%s 1/%d", n.name, n.machine)] == 0 {
+			t.Errorf("no row made through %s with its node 1/%d", n.name, n.machine)
+		}
+	}
+	if len(got) != len(nodes) {
+		t.Errorf("rows by where they were made and their node: %v; want each Citus node's rows with its node alone", got)
+	}
+
+	code, out, errOut = sfgen(t, "node", "--dsn", coordinator, "--schema", "ids")
+	if code != exitOK || !strings.Contains(out, "ok: 3 schemas with sfgen, each with its own node") {
+		t.Errorf("fleet check: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = sfgen(t, "audit", "--dsn", coordinator, "--table", "orders", "--json")
+	var r struct {
+		Rows        int64 `json:"rows"`
+		Distributed bool  `json:"distributed"`
+		Nodes       []struct {
+			Datacenter int64 `json:"datacenter_id"`
+			Machine    int64 `json:"machine_id"`
+			Rows       int64 `json:"rows"`
+		} `json:"nodes"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK {
+		t.Fatalf("audit: exit %d, %v:\n%s%s", code, err, out, errOut)
+	}
+	if r.Rows != total || !r.Distributed || len(r.Nodes) != 3 {
+		t.Errorf("audit through the coordinator: %+v; want %d rows, distributed, 3 nodes", r, total)
+	}
+	for i, n := range r.Nodes {
+		if n.Datacenter != 1 || n.Machine != int64(i+1) {
+			t.Errorf("audit node %d: %+v; want 1/%d", i, n, i+1)
+		}
+	}
+	for _, n := range nodes[:2] {
+		code, out, errOut := sfgen(t, "verify", "--dsn", n.dsn, "--schema", "ids")
+		if code != exitOK || !strings.Contains(out, fmt.Sprintf("0 with another node than 1/%d", n.machine)) {
+			t.Errorf("verify on %s: exit %d:\n%s%s", n.name, code, out, errOut)
 		}
 	}
 }

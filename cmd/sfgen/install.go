@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 const installHelp = `
@@ -44,6 +46,13 @@ belongs to another role, holds sfgen for another layout, or is at a newer
 release. Connect as the role that owns sfgen's objects (the one that
 installed them) to upgrade.
 
+On Citus (its pg_dist_node is there), install changes the node it connects
+to alone, with Citus' DDL propagation off: each Citus node that takes
+writes (coordinator and workers) gets its own install and its own node,
+which Citus never copies over. Give distributed tables
+DEFAULT SCHEMA.snowflake_next_id_local(), which Citus copies to the workers
+as it is, where it calls each node's own generator (docs/citus.md).
+
 The native generator (--native): where the server loads C extensions,
 snowflake_next_id() can be C code on the SQL generator's state, with
 every guarantee of it and about bigserial's cost (docs/native.md). --native
@@ -68,6 +77,7 @@ Examples:
   sfgen install --dsn postgres://postgres@localhost/app --native=false
   DATABASE_URL=postgres://app@localhost/app sfgen install --schema ids --datacenter 1
   sfgen install --dsn postgres://app@localhost/app --schema discord --layout discord
+  sfgen install --dsn postgres://app@citus-worker-1/app --schema ids --datacenter 1 --machine 2   # a Citus node
 `
 
 func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -91,8 +101,26 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
-	defer db.Close()
-	conn, err := connect.Connect(ctx, dsn)
+	defer func() { db.Close() }()
+	citus, err := catalog.CitusRole(ctx, catalog.DB(db))
+	if err != nil {
+		return c.fail("%s", redactErr(err, dsn))
+	}
+	cfg, err := connect.Config(dsn)
+	if err != nil {
+		return c.connectError(err)
+	}
+	if citus != "" {
+		// Each Citus node keeps its own sfgen and node: install this one
+		// alone, with Citus' DDL propagation off (else Citus would copy
+		// this node's objects, node included, to every other).
+		cfg = connect.CitusNodeLocal(cfg)
+		db.Close()
+		if db, err = connect.OpenDBConfig(ctx, cfg, dsn); err != nil {
+			return c.connectError(err)
+		}
+	}
+	conn, err := connect.ConnectConfig(ctx, cfg, dsn)
 	if err != nil {
 		return c.connectError(err)
 	}
@@ -130,6 +158,10 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if rep.NodeUnset {
 		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", rep.Schema)
+	}
+	if citus != "" {
+		fmt.Fprintf(stdout, "citus: installed on this %s alone; every Citus node that takes writes needs its own install and node (sfgen install --dsn NODE --schema %s --datacenter N --machine N), and distributed tables DEFAULT %s.snowflake_next_id_local() (docs/citus.md)\n",
+			citus, rep.Schema, pgident.Quote(rep.Schema))
 	}
 	if err != nil {
 		return c.installError(err, dsn)

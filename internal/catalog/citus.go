@@ -105,3 +105,21 @@ func CitusLocalDDL(transaction bool) string {
 	}
 	return stmt
 }
+
+// CitusRole returns "coordinator" or "worker" for the Citus node q's
+// database is on (pg_dist_local_group: group 0 is the coordinator), or ""
+// where the database has no Citus.
+func CitusRole(ctx context.Context, q Querier) (string, error) {
+	var present bool
+	if err := queryRow(ctx, q, "citus_present", &present); err != nil {
+		return "", fmt.Errorf("look for Citus: %w", err)
+	}
+	if !present {
+		return "", nil
+	}
+	var group int
+	if err := queryRow(ctx, q, "citus_local_group", &group); err != nil {
+		return "", fmt.Errorf("read Citus' pg_dist_local_group: %w", err)
+	}
+	return CitusNode{Group: group}.Role(), nil
+}

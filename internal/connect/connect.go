@@ -127,6 +127,32 @@ func AtAddress(cfg *pgx.ConnConfig, host string, port int) *pgx.ConnConfig {
 	return out
 }
 
+// CitusNodeLocal returns a copy of cfg whose sessions have Citus' DDL
+// propagation off (citus.enable_ddl_propagation, a startup setting): what
+// they create or replace stays on the node they connect to, where Citus
+// would otherwise copy it to every node (and a worker refuse it). Only
+// for a server with Citus loaded, which defines the setting.
+func CitusNodeLocal(cfg *pgx.ConnConfig) *pgx.ConnConfig {
+	out := cfg.Copy()
+	params := make(map[string]string, len(out.RuntimeParams)+1)
+	for k, v := range out.RuntimeParams {
+		params[k] = v
+	}
+	params["citus.enable_ddl_propagation"] = "off"
+	out.RuntimeParams = params // fallbacks (other hosts, TLS) use cfg's settings
+	return out
+}
+
+// ConnectConfig is Connect with a configuration of Config's, dsn the one
+// it came from, whose password errors leave out.
+func ConnectConfig(ctx context.Context, cfg *pgx.ConnConfig, dsn string) (*pgx.Conn, error) {
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, redacted(err, dsn)
+	}
+	return conn, nil
+}
+
 // OpenDBConfig is OpenDB with a configuration of Config's (as AtAddress
 // returns), dsn the one it came from, whose password errors leave out.
 func OpenDBConfig(ctx context.Context, cfg *pgx.ConnConfig, dsn string) (*sql.DB, error) {

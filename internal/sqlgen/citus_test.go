@@ -107,3 +107,63 @@ func TestNoSubtransactionOnTheIDPath(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalIDRecordsNoDependency: snowflake_next_id_local(), the column
+// default for distributed tables on Citus, records no dependency on what
+// it calls (Citus copies to the workers whatever a default's function
+// records, and would copy this node's state and node over theirs), where
+// snowflake_next_id() records its sequences and functions; the planner
+// inlines it to the same expression (no function call left in the plan);
+// and its IDs are the node's, after snowflake_next_id()'s.
+func TestLocalIDRecordsNoDependency(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, pgtest.DSN(t))
+	installScript(t, conn, sqlgen.Options{Layout: tw, Schema: "loc", Datacenter: 3, Machine: 5})
+	deps := func(f string) (n int64) {
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM pg_depend
+			WHERE classid = 'pg_proc'::regclass AND objid = $1::regprocedure AND deptype = 'n'
+				AND refclassid IN ('pg_class'::regclass, 'pg_proc'::regclass, 'pg_operator'::regclass)`, f).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := deps("loc.snowflake_next_id()"); n == 0 {
+		t.Fatalf("snowflake_next_id() records no dependency: the query sees none")
+	}
+	if n := deps("loc.snowflake_next_id_local()"); n != 0 {
+		t.Errorf("snowflake_next_id_local() records %d dependencies on relations, functions or operators; want none", n)
+	}
+	plan := func(call string) string {
+		var lines []string
+		rows, err := conn.Query(ctx, "EXPLAIN (VERBOSE, COSTS OFF) SELECT "+call)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var l string
+			if err := rows.Scan(&l); err != nil {
+				t.Fatal(err)
+			}
+			lines = append(lines, l)
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(lines)
+	}
+	local, direct := plan("loc.snowflake_next_id_local()"), plan("loc.snowflake_next_id()")
+	if regexp.MustCompile(`snowflake_next_id(_local)?\(\)`).MatchString(local) || local != direct {
+		t.Errorf("snowflake_next_id_local() is not inlined to snowflake_next_id()'s expression:\n%s\nwant\n%s", local, direct)
+	}
+	var a, b int64
+	if err := conn.QueryRow(ctx, "SELECT loc.snowflake_next_id()").Scan(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRow(ctx, "SELECT loc.snowflake_next_id_local()").Scan(&b); err != nil {
+		t.Fatal(err)
+	}
+	d, err := tw.Decompose(snowflake.ID(b))
+	if err != nil || b <= a || d.Datacenter != 3 || d.Machine != 5 {
+		t.Errorf("snowflake_next_id_local() = %d (%+v, %v) after snowflake_next_id() = %d; want a later ID of node 3/5", b, d, err, a)
+	}
+}

@@ -447,9 +447,15 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	case 3:
 		// Frozen: the lists as release 3 shipped them.
 		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions3, catalog.KnownFunctionNames3, catalog.MarkedFunctions3
-	default:
-		// Release 4's names are sfgen's only with its marker, as release 3's.
+	case 4, 5, 6:
+		// Frozen: the lists as releases 4 to 6 shipped them. Release 4's
+		// names are sfgen's only with its marker, as release 3's.
+		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions6, catalog.KnownFunctionNames6, catalog.MarkedFunctions6
 		d.LeaseFunctionNames = append(slices.Clip(catalog.LeaseFunctionNames), catalog.RegistryFunctionNames...)
+	default:
+		// Names new since release 3 are sfgen's only with their release's
+		// marker.
+		d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames)
 	}
 	if release >= 4 {
 		d.PrivateName = catalog.PrivateSchema(schema)
