@@ -145,10 +145,11 @@ func TestCitusInstall(t *testing.T) {
 	cl := citustest.Start(t, 2)
 	ctx := context.Background()
 	coordinator := cl.Coordinator.DSN()
-	nodes := []struct {
+	type citusNode struct {
 		name, dsn string
 		machine   int
-	}{{"coordinator", coordinator, 1}, {"w1", cl.Workers[0].DSN(), 2}, {"w2", cl.Workers[1].DSN(), 3}}
+	}
+	nodes := []citusNode{{"coordinator", coordinator, 1}, {"w1", cl.Workers[0].DSN(), 2}, {"w2", cl.Workers[1].DSN(), 3}}
 
 	code, out, errOut := sfgen(t, "install", "--dsn", coordinator, "--schema", "ids", "--datacenter", "1", "--machine", "1")
 	if code != exitOK || !strings.Contains(out, "citus: installed on this coordinator alone") || strings.Contains(errOut, "no node is set") {
@@ -166,14 +167,18 @@ func TestCitusInstall(t *testing.T) {
 			t.Fatalf("sfgen node on %s: exit %d: %s%s", nodes[n].name, code, out, errOut)
 		}
 	}
-	conns := make([]*pgx.Conn, len(nodes))
-	for i, n := range nodes {
-		c, err := pgx.Connect(ctx, n.dsn)
+	var conns []*pgx.Conn
+	connectTo := func(dsn string) {
+		t.Helper()
+		c, err := pgx.Connect(ctx, dsn)
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Close(context.Background()) })
-		conns[i] = c
+		conns = append(conns, c)
+	}
+	for _, n := range nodes {
+		connectTo(n.dsn)
 	}
 	exec := func(c *pgx.Conn, q string, args ...any) {
 		t.Helper()
@@ -266,6 +271,27 @@ func TestCitusInstall(t *testing.T) {
 	checkNodes("after start_metadata_sync_to_node")
 	concurrently(time.Second)
 
+	// A node added: Citus copies it the distributed table's default,
+	// snowflake_next_id_local(), and nothing else of sfgen's, so it makes
+	// no ID (and the fleet check says it is missing) until sfgen is
+	// installed there with a node of its own, over that copy.
+	added := cl.AddWorker(t)
+	nodes = append(nodes, citusNode{"w3", added.DSN(), 4})
+	connectTo(added.DSN())
+	if _, err := conns[3].Exec(ctx, "INSERT INTO public.orders (tenant, via) VALUES (1, 'w3')"); !errors.As(err, &pe) || pe.Code != "42883" {
+		t.Fatalf("an insert through a node added without sfgen = %v; want SQLSTATE 42883 (no snowflake_next_id() there)", err)
+	}
+	code, out, errOut = sfgen(t, "node", "--dsn", coordinator, "--schema", "ids")
+	if code != exitFail || !strings.Contains(out, "FAIL: 1 node of this Citus cluster cannot make IDs") {
+		t.Errorf("fleet check with a node added without sfgen: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = sfgen(t, "install", "--dsn", added.DSN(), "--schema", "ids", "--datacenter", "1", "--machine", "4")
+	if code != exitOK {
+		t.Fatalf("install on the added node: exit %d:\n%s%s", code, out, errOut)
+	}
+	checkNodes("after adding a node")
+	concurrently(time.Second)
+
 	var total, distinct int64
 	if err := conns[0].QueryRow(ctx, "SELECT count(*), count(DISTINCT id) FROM public.orders").Scan(&total, &distinct); err != nil {
 		t.Fatal(err)
@@ -301,7 +327,7 @@ func TestCitusInstall(t *testing.T) {
 	}
 
 	code, out, errOut = sfgen(t, "node", "--dsn", coordinator, "--schema", "ids")
-	if code != exitOK || !strings.Contains(out, "ok: 3 schemas with sfgen, each with its own node") {
+	if code != exitOK || !strings.Contains(out, "ok: 4 schemas with sfgen, each with its own node") {
 		t.Errorf("fleet check: exit %d:\n%s%s", code, out, errOut)
 	}
 	code, out, errOut = sfgen(t, "audit", "--dsn", coordinator, "--table", "orders", "--json")
@@ -317,8 +343,8 @@ func TestCitusInstall(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitOK {
 		t.Fatalf("audit: exit %d, %v:\n%s%s", code, err, out, errOut)
 	}
-	if r.Rows != total || !r.Distributed || len(r.Nodes) != 3 {
-		t.Errorf("audit through the coordinator: %+v; want %d rows, distributed, 3 nodes", r, total)
+	if r.Rows != total || !r.Distributed || len(r.Nodes) != len(nodes) {
+		t.Errorf("audit through the coordinator: %+v; want %d rows, distributed, %d nodes", r, total, len(nodes))
 	}
 	for i, n := range r.Nodes {
 		if n.Datacenter != 1 || n.Machine != int64(i+1) {

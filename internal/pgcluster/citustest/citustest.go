@@ -70,49 +70,61 @@ func Start(t testing.TB, n int) *Cluster {
 		t.Skipf("citustest: %s", why)
 	}
 	ctx := context.Background()
-	start := func() *pgcluster.Cluster {
-		c, err := pgcluster.Start(ctx,
-			pgcluster.WithSetting("shared_preload_libraries", "citus"),
-			pgcluster.WithSetting("max_prepared_transactions", "100"),
-			// No telemetry call to Citus' servers.
-			pgcluster.WithSetting("citus.enable_statistics_collection", "off"))
-		if err != nil {
-			t.Fatalf("citustest: start a node: %v", err)
-		}
-		t.Cleanup(func() {
-			if err := c.Stop(); err != nil {
-				t.Errorf("citustest: %v", err)
-			}
-		})
-		// Citus reaches its own node at citus.local_hostname, localhost
-		// unless told: over TCP, where a pgcluster server does not listen.
-		host, _ := c.Address()
-		for _, q := range []string{
-			"CREATE EXTENSION citus",
-			"ALTER SYSTEM SET citus.local_hostname = " + quote(host),
-			"SELECT pg_catalog.pg_reload_conf()",
-		} {
-			if err := Exec(ctx, c.DSN(), q); err != nil {
-				t.Fatalf("citustest: %v (server log %s)", err, c.LogPath())
-			}
-		}
-		return c
-	}
-	cl := &Cluster{Coordinator: start()}
-	for range n {
-		cl.Workers = append(cl.Workers, start())
-	}
+	cl := &Cluster{Coordinator: startNode(ctx, t)}
 	host, port := cl.Coordinator.Address()
 	if err := Exec(ctx, cl.Coordinator.DSN(), fmt.Sprintf("SELECT pg_catalog.citus_set_coordinator_host(%s, %d)", quote(host), port)); err != nil {
 		t.Fatalf("citustest: %v", err)
 	}
-	for _, w := range cl.Workers {
-		host, port := w.Address()
-		if err := Exec(ctx, cl.Coordinator.DSN(), fmt.Sprintf("SELECT pg_catalog.citus_add_node(%s, %d)", quote(host), port)); err != nil {
-			t.Fatalf("citustest: add a worker: %v", err)
-		}
+	for range n {
+		cl.AddWorker(t)
 	}
 	return cl
+}
+
+// AddWorker starts one more worker for t and adds it to the cluster
+// (citus_add_node, which syncs its metadata and copies the cluster's
+// distributed objects to it), as an operator adds a node.
+func (cl *Cluster) AddWorker(t testing.TB) *pgcluster.Cluster {
+	t.Helper()
+	ctx := context.Background()
+	w := startNode(ctx, t)
+	host, port := w.Address()
+	if err := Exec(ctx, cl.Coordinator.DSN(), fmt.Sprintf("SELECT pg_catalog.citus_add_node(%s, %d)", quote(host), port)); err != nil {
+		t.Fatalf("citustest: add a worker: %v", err)
+	}
+	cl.Workers = append(cl.Workers, w)
+	return w
+}
+
+// startNode starts a server with Citus loaded, stopped when t ends.
+func startNode(ctx context.Context, t testing.TB) *pgcluster.Cluster {
+	t.Helper()
+	c, err := pgcluster.Start(ctx,
+		pgcluster.WithSetting("shared_preload_libraries", "citus"),
+		pgcluster.WithSetting("max_prepared_transactions", "100"),
+		// No telemetry call to Citus' servers.
+		pgcluster.WithSetting("citus.enable_statistics_collection", "off"))
+	if err != nil {
+		t.Fatalf("citustest: start a node: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("citustest: %v", err)
+		}
+	})
+	// Citus reaches its own node at citus.local_hostname, localhost
+	// unless told: over TCP, where a pgcluster server does not listen.
+	host, _ := c.Address()
+	for _, q := range []string{
+		"CREATE EXTENSION citus",
+		"ALTER SYSTEM SET citus.local_hostname = " + quote(host),
+		"SELECT pg_catalog.pg_reload_conf()",
+	} {
+		if err := Exec(ctx, c.DSN(), q); err != nil {
+			t.Fatalf("citustest: %v (server log %s)", err, c.LogPath())
+		}
+	}
+	return c
 }
 
 // Exec runs sql on a connection of its own to dsn.
