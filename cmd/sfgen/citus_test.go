@@ -217,15 +217,19 @@ func TestCitusInstall(t *testing.T) {
 	// Bulk loads through the coordinator, a catch-up due before each.
 	stale := "SELECT setval('ids.snowflake_caught_up', trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000)"
 	exec(conns[0], stale)
+	began := time.Now()
 	exec(conns[0], "INSERT INTO public.orders (tenant, via) SELECT g % 16, 'coordinator' FROM generate_series(1, 100000) g")
+	tookInsert := time.Since(began)
 	exec(conns[0], stale)
 	rows := make([][]any, 10000)
 	for i := range rows {
 		rows[i] = []any{int32(i % 16), "coordinator"}
 	}
+	began = time.Now()
 	if _, err := conns[0].CopyFrom(ctx, pgx.Identifier{"public", "orders"}, []string{"tenant", "via"}, pgx.CopyFromRows(rows)); err != nil {
 		t.Fatalf("COPY through the coordinator: %v", err)
 	}
+	t.Logf("through the coordinator: 100,000-row INSERT ... SELECT %v, 10,000-row COPY %v", tookInsert.Round(time.Millisecond), time.Since(began).Round(time.Millisecond))
 	inserted := int64(110000)
 
 	// Concurrent single-row inserts, 2 clients through each node.
@@ -261,6 +265,7 @@ func TestCitusInstall(t *testing.T) {
 			t.Error(err)
 		}
 		inserted += n.Load()
+		t.Logf("%d single-row inserts in %v, 2 clients through each of %d nodes", n.Load(), d, len(nodes))
 	}
 	concurrently(3 * time.Second)
 
@@ -351,6 +356,11 @@ func TestCitusInstall(t *testing.T) {
 			t.Errorf("audit node %d: %+v; want 1/%d", i, n, i+1)
 		}
 	}
+	// The node set with snowflake_set_node() in SQL on the coordinator,
+	// DDL propagation on, changes the coordinator's alone.
+	exec(conns[0], "SELECT ids.snowflake_set_node(1, 9)")
+	nodes[0].machine = 9
+	checkNodes("after snowflake_set_node() on the coordinator")
 	for _, n := range nodes[:2] {
 		code, out, errOut := sfgen(t, "verify", "--dsn", n.dsn, "--schema", "ids")
 		if code != exitOK || !strings.Contains(out, fmt.Sprintf("0 with another node than 1/%d", n.machine)) {

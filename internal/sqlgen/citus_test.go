@@ -167,3 +167,39 @@ func TestLocalIDRecordsNoDependency(t *testing.T) {
 		t.Errorf("snowflake_next_id_local() = %d (%+v, %v) after snowflake_next_id() = %d; want a later ID of node 3/5", b, d, err, a)
 	}
 }
+
+// TestSetNodeLeavesCitusSettingAsItWas: snowflake_set_node() turns
+// Citus' DDL propagation off for its replacement of snowflake_node_bits()
+// alone (TestCitusInstall: else Citus sends the node to every worker),
+// and gives the session's setting back (here a placeholder of it), in
+// the transaction and after; without the setting it defines none.
+func TestSetNodeLeavesCitusSettingAsItWas(t *testing.T) {
+	ctx := context.Background()
+	conn := connect(t, pgtest.DSN(t))
+	installScript(t, conn, sqlgen.Options{Layout: tw, Schema: "citusset", Datacenter: 1, Machine: 1})
+	setting := func() (v *string) {
+		t.Helper()
+		if err := conn.QueryRow(ctx, "SELECT current_setting('citus.enable_ddl_propagation', true)").Scan(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	mustExec(t, conn, "SELECT citusset.snowflake_set_node(1, 2)")
+	if v := setting(); v != nil {
+		t.Errorf("after snowflake_set_node() in a session without it, citus.enable_ddl_propagation = %q; want undefined", *v)
+	}
+	mustExec(t, conn, "SET citus.enable_ddl_propagation = 'on'")
+	mustExec(t, conn, "BEGIN")
+	mustExec(t, conn, "SELECT citusset.snowflake_set_node(1, 3)")
+	if v := setting(); v == nil || *v != "on" {
+		t.Errorf("in the transaction after snowflake_set_node(), citus.enable_ddl_propagation = %v; want on, as the session had it", v)
+	}
+	mustExec(t, conn, "COMMIT")
+	if v := setting(); v == nil || *v != "on" {
+		t.Errorf("after the transaction, citus.enable_ddl_propagation = %v; want on", v)
+	}
+	var m int
+	if err := conn.QueryRow(ctx, "SELECT machine_id FROM citusset.snowflake_node()").Scan(&m); err != nil || m != 3 {
+		t.Errorf("snowflake_node() machine %d, %v; want 3", m, err)
+	}
+}
