@@ -203,22 +203,14 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string, serverNum i
 		return
 	}
 	if r.Mismatches == 0 && (r.Generator == nil || r.Generator.OK()) {
-		if r.Release < r.LatestRelease {
-			fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d and lacks release %d's fixes (CHANGELOG.md); upgrade it the way it was installed:\n", r.Schema, r.Release, r.LatestRelease)
-			for _, route := range [][2]string{
-				{"sfgen install --dsn URL --schema " + r.Schema, "installed with sfgen install"},
-				{"sfgen migration --dir DIR, then goose up", "installed from your goose migrations directory"},
-				{"sfgen sql --schema " + r.Schema + " | psql -v ON_ERROR_STOP=1 -f -", "installed with the plain script"},
-			} {
-				fmt.Fprintf(w, "  %-56s # %s\n", route[0], route[1])
-			}
-		} else {
-			fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d, newer than this sfgen (release %d); verify it with a newer sfgen\n", r.Schema, r.Release, r.LatestRelease)
-		}
+		writeReleaseFailure(w, r)
 		return
 	}
 	if r.Mismatches == 0 {
 		fmt.Fprintf(w, "FAIL: snowflake_next_id() broke a guarantee: %s (above)\n", strings.Join(r.Generator.Broken(), ", "))
+		if r.Release != r.LatestRelease {
+			writeReleaseFailure(w, r) // the upgrade is owed all the same
+		}
 		return
 	}
 	fmt.Fprintf(w, "FAIL: PostgreSQL and Go disagree; the first %d:\n", len(r.Examples))
@@ -265,4 +257,21 @@ func bar(n int, c byte) string {
 		b[i] = c
 	}
 	return string(b)
+}
+
+// writeReleaseFailure says that r's schema is at another release than
+// this sfgen's and, for an older one, how to upgrade it by each route.
+func writeReleaseFailure(w io.Writer, r *verify.Report) {
+	if r.Release > r.LatestRelease {
+		fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d, newer than this sfgen (release %d); verify it with a newer sfgen\n", r.Schema, r.Release, r.LatestRelease)
+		return
+	}
+	fmt.Fprintf(w, "FAIL: schema %s is at sfgen release %d and lacks release %d's fixes (CHANGELOG.md); upgrade it the way it was installed:\n", r.Schema, r.Release, r.LatestRelease)
+	for _, route := range [][2]string{
+		{"sfgen install --dsn URL --schema " + r.Schema, "installed with sfgen install"},
+		{"sfgen migration --dir DIR, then goose up", "installed from your goose migrations directory"},
+		{"sfgen sql --schema " + r.Schema + " | psql -v ON_ERROR_STOP=1 -f -", "installed with the plain script"},
+	} {
+		fmt.Fprintf(w, "  %-56s # %s\n", route[0], route[1])
+	}
 }

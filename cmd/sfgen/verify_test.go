@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -142,6 +143,38 @@ func TestVerifyFlagsAnOlderRelease(t *testing.T) {
 		}
 		if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.OK != (step.code == 0) || rep.Release != step.release || rep.LatestRelease != sqlgen.Latest {
 			t.Errorf("release %d: --json = exit %d, %+v, %v\n%s", step.release, code, rep, err, out)
+		}
+	}
+}
+
+// TestVerifyOlderReleaseWithBrokenGenerator: on a schema at an older
+// release whose generator also fails its check (here its state a
+// minute behind the clock and its guard saying a catch-up is recent for
+// ever, so that it never catches up), the
+// report names the broken guarantee and still says how to upgrade.
+func TestVerifyOlderReleaseWithBrokenGenerator(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, schema := testSchema(t, dsn)
+	older := sqlgen.Latest - 1
+	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 1, Machine: 1}, older)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := conn.Exec(ctx, string(script)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT setval('"+schema+".snowflake_state', (trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint - 60000) << 12), setval('"+schema+"."+catalog.CatchUpGuard(older)+"', 4398046511103)"); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", schema, "--count", "100")
+	for _, want := range []string{
+		"FAIL: snowflake_next_id() broke a guarantee: dated outside the run",
+		fmt.Sprintf("FAIL: schema %s is at sfgen release %d and lacks release %d's fixes", schema, older, sqlgen.Latest),
+		"sfgen install --dsn URL --schema " + schema,
+	} {
+		if code != exitFail || !strings.Contains(out, want) {
+			t.Errorf("exit %d; want %d and a report with %q:\n%s%s", code, exitFail, want, out, errOut)
 		}
 	}
 }
