@@ -368,3 +368,98 @@ func TestCitusInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestConvertCitus runs 'sfgen convert' through a Citus coordinator,
+// sfgen installed on each node with its own node. A reference table
+// keyed by bigserial (replicated to every node, writable through each):
+// its key defaults to snowflake_next_id_local() after it, and rows
+// inserted through the coordinator and through each worker get IDs above
+// the old keys with the node of the Citus node that made them (the
+// workers' nodes unchanged: Citus copied nothing of the coordinator's).
+// Refused, changing nothing: a distributed table's distribution column
+// (Citus does not let its default change; with unique keys there always
+// including it, that is every key convert could take) and an integer
+// key (convert would widen it).
+func TestConvertCitus(t *testing.T) {
+	cl := citustest.Start(t, 2)
+	ctx := context.Background()
+	dsns := []string{cl.Coordinator.DSN(), cl.Workers[0].DSN(), cl.Workers[1].DSN()}
+	for i, dsn := range dsns {
+		if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "1", "--machine", fmt.Sprint(i+1)); code != exitOK {
+			t.Fatalf("install on node %d: exit %d: %s%s", i, code, out, errOut)
+		}
+	}
+	coordinator := dsns[0]
+	for _, q := range []string{
+		"CREATE TABLE public.orders (id bigserial PRIMARY KEY, via text NOT NULL)",
+		"SELECT create_distributed_table('public.orders', 'id')",
+		"CREATE TABLE public.refs (id bigserial PRIMARY KEY, via text NOT NULL)",
+		"SELECT create_reference_table('public.refs')",
+		"INSERT INTO public.refs (via) SELECT 'old' FROM generate_series(1, 1000)",
+		"CREATE TABLE public.small (id integer PRIMARY KEY, via text)",
+		"SELECT create_reference_table('public.small')",
+	} {
+		if err := citustest.Exec(ctx, coordinator, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct{ table, want string }{
+		{"orders", "column public.orders.id is the column Citus distributes table public.orders by"},
+		{"small", "table public.small is a Citus table (distributed or reference), and convert does not change the type of its key there"},
+	} {
+		code, out, errOut := sfgen(t, "convert", "--dsn", coordinator, "--table", c.table, "--sfgen-schema", "ids", "--rewrite")
+		if code != exitUsage || !strings.Contains(errOut, c.want) {
+			t.Errorf("convert of %s: exit %d; want %d and %q:\n%s%s", c.table, code, exitUsage, c.want, out, errOut)
+		}
+	}
+	code, out, errOut := sfgen(t, "convert", "--dsn", coordinator, "--table", "refs", "--sfgen-schema", "ids")
+	if code != exitOK || !strings.Contains(out, "to ids.snowflake_next_id_local()") {
+		t.Errorf("convert: exit %d:\n%s%s", code, out, errOut)
+	}
+	for i, dsn := range dsns {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close(ctx)
+		var def string
+		if err := c.QueryRow(ctx, "SELECT pg_get_expr(d.adbin, d.adrelid) FROM pg_attrdef d JOIN pg_attribute a ON a.attrelid = d.adrelid AND a.attnum = d.adnum WHERE d.adrelid = 'public.refs'::regclass AND a.attname = 'id'").Scan(&def); err != nil || def != "ids.snowflake_next_id_local()" {
+			t.Errorf("node %d: the default of refs.id is %q (%v); want ids.snowflake_next_id_local()", i, def, err)
+		}
+		var m int
+		if err := c.QueryRow(ctx, "SELECT machine_id FROM ids.snowflake_node()").Scan(&m); err != nil || m != i+1 {
+			t.Errorf("node %d after the conversion: machine %d, %v; want %d", i, m, err, i+1)
+		}
+		for range 50 {
+			if _, err := c.Exec(ctx, "INSERT INTO public.refs (via) VALUES ($1)", fmt.Sprint(i+1)); err != nil {
+				t.Fatalf("insert through node %d after the conversion: %v", i, err)
+			}
+		}
+	}
+	c, err := pgx.Connect(ctx, coordinator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows, err := c.Query(ctx, `SELECT via, count(*), count(DISTINCT id), min(id) > 1000,
+		count(*) FILTER (WHERE via <> 'old' AND (id >> 12) & 1023 <> 32 + via::int) FROM public.refs GROUP BY via ORDER BY via`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var via string
+		var n, distinct, other int64
+		var above bool
+		if err := rows.Scan(&via, &n, &distinct, &above, &other); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s:%d/%d/%v/%d", via, n, distinct, above || via == "old", other))
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "[1:50/50/true/0 2:50/50/true/0 3:50/50/true/0 old:1000/1000/true/0]"; fmt.Sprint(got) != want {
+		t.Errorf("rows by where they were made (rows/distinct/above the old keys/with another node) = %v; want %s", got, want)
+	}
+}

@@ -58,6 +58,12 @@ a node or in a schema other roles can create objects in, a partitioned
 table, a partition or inheritance, and a rewrite that a view, rule or
 policy on the columns would block.
 
+On Citus, through the coordinator: a distributed table's bigint key
+defaults to snowflake_next_id_local() instead, which Citus copies to the
+workers as it is, so each node makes IDs with its own generator and node
+(install sfgen on every node first: docs/citus.md); a key or referencing
+column of another type is refused (widen it with Citus first).
+
 --dry-run prints the SQL it would run, the very script, with the locks and
 rewrites it implies as comments, and changes nothing: it is a goose
 migration as it stands (for the application's own migrations directory;
@@ -165,7 +171,7 @@ func rewrites(rs []convert.Rewrite) string {
 }
 
 func printConverted(w io.Writer, p *convert.Plan, r *convert.Result) {
-	fmt.Fprintf(w, "converted %s (%s) to %s.snowflake_next_id(), layout %s, node %s\n", p.Key, p.Key.Type, p.Sfgen, p.Layout.Name(), p.Node)
+	fmt.Fprintf(w, "converted %s (%s) to %s.%s(), layout %s, node %s\n", p.Key, p.Key.Type, p.Sfgen, p.NextID(), p.Layout.Name(), p.Node)
 	when := ""
 	if parts, err := p.Layout.Decompose(snowflake.ID(r.FirstID)); err == nil {
 		when = " (" + fmtTime(parts.Time()) + ")"

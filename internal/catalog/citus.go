@@ -77,6 +77,26 @@ func CitusDistributed(ctx context.Context, q Querier, schema, table string) (boo
 	return dist, nil
 }
 
+// CitusDistributionColumn returns, for a table in Citus' metadata
+// (pg_dist_partition: distributed, reference or Citus-local), the column
+// it is distributed by ("" for a reference or Citus-local table) and
+// true; "" and false for any other table, or where the database has no
+// Citus.
+func CitusDistributionColumn(ctx context.Context, q Querier, schema, table string) (string, bool, error) {
+	if dist, err := CitusDistributed(ctx, q, schema, table); err != nil || !dist {
+		return "", false, err
+	}
+	stmt, err := render("citus_distribution_column", nil)
+	if err != nil {
+		return "", false, err
+	}
+	var column string
+	if err := q.QueryRow(ctx, stmt, schema, table).Scan(&column); err != nil {
+		return "", false, fmt.Errorf("read the distribution column of %s.%s in Citus' pg_dist_partition: %w", schema, table, err)
+	}
+	return column, true, nil
+}
+
 // CompareCitusFleet is CompareFleet for the nodes of one Citus cluster,
 // whose every node can take writes: a target that was read and has no
 // sfgen, or no node set, is Missing too (inserts through that node fail),

@@ -174,7 +174,8 @@ type Plan struct {
 	SharedWith  []string         `json:"sequence_shared,omitempty"` // other columns whose default uses it
 	Referencing []Column         `json:"referencing"`
 	Rewrites    []Rewrite        `json:"rewrites"`
-	Locks       []string         `json:"locks"` // tables locked ACCESS EXCLUSIVE, in order
+	Locks       []string         `json:"locks"`                       // tables locked ACCESS EXCLUSIVE, in order
+	Distributed bool             `json:"citus_distributed,omitempty"` // in Citus' metadata: the default is then snowflake_next_id_local()
 	MaxID       *int64           `json:"-"`
 	FirstID     int64            `json:"-"` // the first ID the node would make at the planning
 	Sfgen       string           `json:"sfgen_schema"`
@@ -348,8 +349,24 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 		return nil, refuse("column %s is a generated column; nothing changed", p.Key)
 	case !key:
 		return nil, refuse("column %s is not a key: convert converts a column that a primary key, a unique constraint or a unique index has alone; nothing changed", p.Key)
-	case strings.Contains(def, "snowflake_next_id()"):
+	case strings.Contains(def, "snowflake_next_id()"), strings.Contains(def, "snowflake_next_id_local()"):
 		return nil, refuse("column %s already defaults to %s; nothing to convert", p.Key, def)
+	}
+	// A table Citus distributes (or replicates: a reference table)
+	// defaults to snowflake_next_id_local(),
+	// whose text body records no dependency: with snowflake_next_id(),
+	// Citus would copy this node's generator, node included, over every
+	// worker's (docs/citus.md).
+	distributedBy, distributed, err := catalog.CitusDistributionColumn(ctx, catalog.DB(q), o.TableSchema, o.Table)
+	if err != nil {
+		return nil, err
+	}
+	p.Distributed = distributed
+	if distributed && distributedBy == column {
+		return nil, refuse("column %s is the column Citus distributes table %s by, whose default Citus does not let change (ALTER TABLE ... SET DEFAULT on the distribution column); nothing changed", p.Key, name)
+	}
+	if p.Distributed && typ != "bigint" {
+		return nil, refuse("table %s is a Citus table (distributed or reference), and convert does not change the type of its key there (column %s is %s): widen it to bigint with Citus first; nothing changed", name, p.Key, typ)
 	}
 	p.Default, p.Identity, p.Sequence = def, map[string]string{"a": "ALWAYS", "d": "BY DEFAULT"}[identity], seq
 	if seq != "" && identity == "" {
@@ -384,6 +401,9 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 	if err := p.checkWidened(ctx, q, sizes); err != nil {
 		return nil, err
 	}
+	if p.Distributed && len(p.Rewrites) > 0 {
+		return nil, refuse("table %s is a Citus table (distributed or reference), and convert does not change the type of the columns that reference its key there (%s would be rewritten): widen them to bigint with Citus first; nothing changed", name, p.Rewrites[0].Table)
+	}
 	d := p.data()
 	var maxID sql.Null[int64]
 	var nowMs int64
@@ -413,6 +433,16 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 		return p, &RewriteError{Key: p.Key.String(), Type: typ, Rewrites: p.Rewrites}
 	}
 	return p, nil
+}
+
+// NextID is the function the key defaults to after the conversion:
+// snowflake_next_id, or snowflake_next_id_local on a table Citus
+// distributes.
+func (p *Plan) NextID() string {
+	if p.Distributed {
+		return "snowflake_next_id_local"
+	}
+	return "snowflake_next_id"
 }
 
 // columns returns the key and the columns that reference it.
@@ -516,9 +546,11 @@ type scriptWiden struct{ TableQ, ColumnQ string }
 // TableQ and ColumnQ).
 type scriptData struct {
 	What, TableQ, ColumnQ, SfgenQ, SfgenL, NameL, RecordQ, LayoutL string
+	NextID                                                         string // the default's function: snowflake_next_id, or snowflake_next_id_local on Citus
 	Notes, Locks                                                   []string
 	LockTimeoutMs                                                  int64
 	DropIdentity                                                   bool
+	HeadOnly                                                       bool // the script up to its ALTER TABLEs
 	Records                                                        []scriptRecord
 	Widen                                                          []scriptWiden
 }
@@ -532,7 +564,8 @@ func (p *Plan) data() scriptData {
 		RecordQ: q(catalog.PrivateSchema(p.Sfgen), RecordTable), LayoutL: lit(p.Layout.Name()),
 		LockTimeoutMs: p.o.LockTimeout.Milliseconds(), DropIdentity: p.Identity != "", Locks: p.locksQ,
 	}
-	d.What = oneLine(fmt.Sprintf("%s (%s) to %s.snowflake_next_id(), layout %s, node %s", p.Key, p.Key.Type, p.Sfgen, p.Layout.Name(), p.Node))
+	d.NextID = p.NextID()
+	d.What = oneLine(fmt.Sprintf("%s (%s) to %s.%s(), layout %s, node %s", p.Key, p.Key.Type, p.Sfgen, d.NextID, p.Layout.Name(), p.Node))
 	was := "no default"
 	switch {
 	case p.Identity != "":
@@ -679,11 +712,11 @@ func (p *Plan) try(ctx context.Context, db *sql.DB, r *Result) error {
 	if again.static != p.static {
 		return refuse("%s changed while convert was planning (a foreign key, default or type): run convert again; nothing changed", p.Key)
 	}
-	if _, err := tx.ExecContext(ctx, p.SQL); err != nil {
+	d := p.data()
+	if err := p.run(ctx, tx, d); err != nil {
 		return err
 	}
 	var first sql.Null[int64]
-	d := p.data()
 	if err := queryRow(ctx, tx, "recorded", d, []any{p.Key.Schema, p.Key.Table, p.Key.Column}, &first); err != nil {
 		return fmt.Errorf("read the record of %s: %w", p.Key, err)
 	}
@@ -692,6 +725,29 @@ func (p *Plan) try(ctx context.Context, db *sql.DB, r *Result) error {
 	}
 	r.FirstID, r.Locked = first.V, time.Since(start)
 	return nil
+}
+
+// run runs the script, p.SQL, in tx: whole, or on a Citus table (whose
+// key convert never widens) up to its ALTER TABLEs and then each of them
+// alone, as Citus can send them on to its other nodes.
+func (p *Plan) run(ctx context.Context, tx *sql.Tx, d scriptData) error {
+	if !p.Distributed {
+		_, err := tx.ExecContext(ctx, p.SQL)
+		return err
+	}
+	if len(d.Widen) > 0 {
+		return fmt.Errorf("convert: a Citus table's columns to widen: %v", p.Rewrites) // refused in prepare
+	}
+	d.HeadOnly = true
+	if err := execTemplate(ctx, tx, "script", d); err != nil {
+		return err
+	}
+	if d.DropIdentity {
+		if err := execTemplate(ctx, tx, "drop_identity", d); err != nil {
+			return err
+		}
+	}
+	return execTemplate(ctx, tx, "set_default", d)
 }
 
 // lines splits a newline-separated list; nil for "".
