@@ -101,7 +101,11 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if !ok {
 		return code
 	}
-	defer func() { db.Close() }()
+	defer func() {
+		if db != nil {
+			db.Close()
+		}
+	}()
 	citus, err := catalog.CitusRole(ctx, catalog.DB(db))
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
