@@ -15,6 +15,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // openDB is a database/sql handle over pgx on dsn, closed when t ends.
@@ -72,7 +73,7 @@ func TestInstallAndCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Schema != "ids" || res.Release != sfgen.Release || len(res.Applied) != sqlgen.Latest || res.Layout != sfgen.Discord() || res.Node == nil || *res.Node != *o.Node {
+	if res.Schema != "ids" || res.Release != sfgen.Release || len(res.Applied) != 1 || res.Layout != sfgen.Discord() || res.Node == nil || *res.Node != *o.Node {
 		t.Errorf("Install = %+v; want every release applied to ids, Discord's layout, node 1/2", res)
 	}
 	var ids []sfgen.ID
@@ -123,7 +124,7 @@ func TestInstallAndCheck(t *testing.T) {
 func TestCheckOlderRelease(t *testing.T) {
 	ctx := context.Background()
 	db := openDB(t, pgtest.DSN(t))
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: "ids", Layout: snowflake.Discord, Datacenter: 1, Machine: 2}, 1)
+	script, err := released.Script(sqlgen.Options{Schema: "ids", Layout: snowflake.Discord, Datacenter: 1, Machine: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +138,7 @@ func TestCheckOlderRelease(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Release != sfgen.Release || len(res.Applied) != sqlgen.Latest-1 || res.Node == nil || *res.Node != (sfgen.Node{Datacenter: 1, Machine: 2}) {
+	if res.Release != sfgen.Release || len(res.Applied) != 1 || res.Node == nil || *res.Node != (sfgen.Node{Datacenter: 1, Machine: 2}) {
 		t.Errorf("Install over release 1 = %+v; want the upgrades applied, node 1/2 kept", res)
 	}
 	if err := sfgen.Check(ctx, db, o); err != nil {

@@ -8,6 +8,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // BenchmarkLeaseCalls measures the SQL of a lease's life, one statement
@@ -23,7 +24,7 @@ func BenchmarkLeaseCalls(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { db.Close() })
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: "public"}, release)
+		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "public"}, release)
 		if err != nil {
 			b.Fatal(err)
 		}

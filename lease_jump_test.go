@@ -14,6 +14,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // The tests of docs/leases.md, "When clocks jump": what SQL release 3
@@ -33,7 +34,7 @@ func release3DB(t *testing.T, dsn string) *sql.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: "public"}, 3)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "public"}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // tinyLayout has four nodes (datacenter 0-1, machine 0-1), so that tests
@@ -162,7 +163,7 @@ func TestLeaseNoLeases(t *testing.T) {
 		t.Errorf("TakeLease on an empty database: %v; want ErrNoLeases, no sfgen install", err)
 	}
 	// Release 2: its migrations' Up sections, as goose would apply them.
-	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

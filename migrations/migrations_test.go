@@ -5,34 +5,37 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/sfgen/sfgen/internal/snowflake"
+
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 	"github.com/sfgen/sfgen/migrations"
 )
 
 var update = flag.Bool("update", false, "write the migrations and sql/snowflake.sql the generator renders now (never a released file)")
 
-// released holds the SHA-256 of every released migration. A released file
+// pinned holds the SHA-256 of every released migration. A released file
 // never changes: databases have applied it, and goose never applies it
 // again. Add a release's file here when it ships.
-var released = map[string]string{
+var pinned = map[string]string{
 	"00001_sfgen_snowflake.sql": "623f5d9e0036b15a8c3495864623aca7b1b3881e70b5f06538ab3713fe1088d8", // release 1, commit 76049d7
 	"00002_sfgen_release_2.sql": "3c941e023923e0a0351435306e5f0a07582baa1a30f8203b9b2350ef058e005f", // release 2
 	"00003_sfgen_release_3.sql": "aea246b3434d5cbd482cbb01c8bc6ab776bb9d6b29a5b7912966e798d48f02fb", // release 3: no node nobody chose, node leases
 	"00004_sfgen_release_4.sql": "7a0974236ff1433a660a1f5126ec9e659a3cf39357adde0de2526f2200ad1ed5", // release 4: trusted schemas, one node registry, private lease state
 	"00005_sfgen_release_5.sql": "1530cf91dd930f49152c94369ccffec1b62cb95cdd16de1775a53f8455f931c1", // release 5: no node nobody chose on the goose route, the catch-up reaches the clock in narrow layouts
 	"00006_sfgen_release_6.sql": "8b07c8b6f0d0c4152118da851debe07e572f4b275a68477097c30523d6f5b2e8", // release 6: exact first_id and last_id at any time, a fast path with four calls fewer
+	"00007_sfgen_release_7.sql": "d7e053dd4c7f69930ffaea31ee80633b2728f3e7a9e628a5600b6e92328aa298", // release 7: the catch-up takes turns (no subtransaction), node-local generators on Citus
 }
 
 // TestReleasedFilesNeverChange fails when a released migration's bytes
 // differ from what was released, or a released file is missing.
 func TestReleasedFilesNeverChange(t *testing.T) {
-	for name, want := range released {
+	for name, want := range pinned {
 		b, err := migrations.FS.ReadFile(name)
 		if err != nil {
 			t.Errorf("released migration %s is missing: %v", name, err)
@@ -45,16 +48,28 @@ func TestReleasedFilesNeverChange(t *testing.T) {
 	}
 }
 
-// TestCommittedFilesAreCurrent fails when the committed release line or
-// the plain script differ from what the generator renders now: a template
-// changed without a new release, or the files were not regenerated.
+// TestCommittedFilesAreCurrent fails when the committed files differ from
+// what renders them: releases 1 to released.Last from their frozen
+// templates (so those render what shipped, for the tests that install
+// them), a later release's file from the current tree (sqlgen.Upgrade),
+// and the plain script from the current tree; or when a file is not in
+// sfgen's release line.
 func TestCommittedFilesAreCurrent(t *testing.T) {
-	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
+	o := sqlgen.Options{Layout: snowflake.Twitter}
+	frozen, err := released.Migrations(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(files); n != sqlgen.Latest || files[n-1].Release != sqlgen.Latest {
-		t.Fatalf("sqlgen.Migrations renders %d files; want one per release, 1 to %d", n, sqlgen.Latest)
+	want := map[string][]byte{}
+	for _, f := range frozen {
+		want[f.Name] = f.SQL
+	}
+	if sqlgen.Latest > released.Last {
+		upgrade, err := sqlgen.Upgrade(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[sqlgen.MigrationName(sqlgen.Latest)] = upgrade
 	}
 	// The plain script leaves the node to each database (UnsetNode), as
 	// `sfgen sql` without node flags does.
@@ -62,17 +77,13 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][]byte{}
-	for _, f := range files {
-		want[f.Name] = f.SQL
-	}
 	committed, err := fs.Glob(migrations.FS, "*.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, name := range committed {
 		if _, ok := want[name]; !ok {
-			t.Errorf("migrations/%s is not in sfgen's release line", name)
+			t.Errorf("migrations/%s is not in sfgen's release line (releases 1 to %d)", name, sqlgen.Latest)
 		}
 	}
 	check := func(path string, got func() ([]byte, error), want []byte, frozen bool) {
@@ -90,16 +101,59 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 		}
 		if !bytes.Equal(b, want) {
 			if frozen {
-				t.Errorf("the templates render %s differently from its released bytes: a change to a released release's SQL; leave release %s as it shipped and put the change in release %d", path, path, sqlgen.Latest+1)
+				t.Errorf("the frozen templates render %s differently from its released bytes: package released must render every release as it shipped", path)
 				return
 			}
 			t.Errorf("%s is not what the generator renders now; run: go test ./migrations ./internal/sqlgen -update, and review the diff", path)
 		}
 	}
-	for _, f := range files {
-		_, frozen := released[f.Name]
-		check(f.Name, func() ([]byte, error) { return migrations.FS.ReadFile(f.Name) }, f.SQL, frozen)
+	for name, sql := range want {
+		_, frozen := pinned[name]
+		check(name, func() ([]byte, error) { return migrations.FS.ReadFile(name) }, sql, frozen)
 	}
 	path := filepath.Join("..", "sql", "snowflake.sql")
 	check(path, func() ([]byte, error) { return os.ReadFile(path) }, script, false)
+}
+
+// TestLatestUpIsTheLastReleased: while the latest release is the last one
+// frozen, the current tree's Up is that release's, byte for byte: the
+// tree renders what shipped.
+func TestLatestUpIsTheLastReleased(t *testing.T) {
+	if sqlgen.Latest != released.Last {
+		t.Skipf("release %d is not frozen yet (package released ends at %d); this check runs again once it ships", sqlgen.Latest, released.Last)
+	}
+	for _, o := range []sqlgen.Options{
+		{Layout: snowflake.Twitter},
+		{Layout: snowflake.Discord, Schema: "ids"},
+	} {
+		current, err := sqlgen.Upgrade(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		shipped, err := released.Upgrade(o, released.Last)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c, s := (sqlgen.File{SQL: current}).Up(), (sqlgen.File{SQL: shipped}).Up(); c != s {
+			t.Errorf("%+v: the current tree's Up differs from release %d's as it shipped", o, released.Last)
+		}
+		for _, unset := range []bool{false, true} {
+			o := o
+			o.UnsetNode = unset
+			if !unset {
+				o.Datacenter, o.Machine = 3, 7
+			}
+			current, err := sqlgen.Script(o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			shipped, err := released.Script(o, released.Last)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(current, shipped) {
+				t.Errorf("%+v: the current tree's plain script differs from release %d's as it shipped", o, released.Last)
+			}
+		}
+	}
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // sfgen runs the CLI in-process and returns its exit status and output.
@@ -215,12 +216,12 @@ func TestMigrationCommand(t *testing.T) {
 }
 
 // TestMigrationUpgradesReleaseOne puts release 1's migration, as sfgen
-// wrote it then, in a directory and expects only the upgrades to be
-// added, one a release up to the latest, for the schema the existing file
+// wrote it then, in a directory and expects only the upgrade to be added,
+// one file from release 1 to the latest, for the schema the existing file
 // names.
 func TestMigrationUpgradesReleaseOne(t *testing.T) {
 	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}
-	files, err := sqlgen.Migrations(o)
+	files, err := released.Migrations(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,18 +243,13 @@ func TestMigrationUpgradesReleaseOne(t *testing.T) {
 		}
 	}
 	code, out, errOut := sfgen(t, "migration", "--dir", dir, "--sequential", "--schema", "ids")
-	var wantPaths []string // release 2 is version 3, and so on
-	for r := 2; r <= sqlgen.Latest; r++ {
-		wantPaths = append(wantPaths, filepath.Join(dir, fmt.Sprintf("%05d_sfgen_release_%d.sql", r+1, r)))
+	wantPath := filepath.Join(dir, fmt.Sprintf("00003_sfgen_release_%d.sql", sqlgen.Latest))
+	if code != 0 || out != wantPath+"\n" || errOut != "" {
+		t.Fatalf("migration = %d, %q, %q; want %q", code, out, errOut, wantPath)
 	}
-	if code != 0 || out != strings.Join(wantPaths, "\n")+"\n" || errOut != "" {
-		t.Fatalf("migration = %d, %q, %q; want %q", code, out, errOut, wantPaths)
-	}
-	for i, path := range wantPaths {
-		got, _ := os.ReadFile(path)
-		if want, _ := sqlgen.Upgrade(o, i+2); !bytes.Equal(got, want) {
-			t.Errorf("written upgrade %s differs from sqlgen.Upgrade to release %d for schema ids", path, i+2)
-		}
+	got, _ := os.ReadFile(wantPath)
+	if want, _ := sqlgen.Upgrade(o); !bytes.Equal(got, want) {
+		t.Errorf("written upgrade %s differs from sqlgen.Upgrade for schema ids", wantPath)
 	}
 	if b, _ := os.ReadFile(first); !bytes.Equal(b, files[0].SQL) {
 		t.Error("the existing release 1 migration changed")
@@ -317,7 +313,7 @@ func TestInstallKeepsTheNode(t *testing.T) {
 	}
 
 	// A schema at release 1 (its script), with a node flag for another node.
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 1, Machine: 2}, 1)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 1, Machine: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // twitterEpoch is the README's: id = ((t − 1288834974657) << 22) | (dc <<
@@ -433,7 +434,7 @@ func TestConvertRefusals(t *testing.T) {
 	e.exec(e.app, `CREATE TABLE app.derived () INHERITS (app.base)`)
 	e.exec(e.app, `CREATE TABLE app.p2 (id serial PRIMARY KEY)`)
 	e.exec(e.super, `CREATE TABLE app.c2 (p integer REFERENCES app.p2 (id))`)
-	script3, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 12, Machine: 12}, 3)
+	script3, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 12, Machine: 12}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}

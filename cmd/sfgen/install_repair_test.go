@@ -8,6 +8,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestInstallRepairsAnOlderScript: release 1's plain script run over a
@@ -19,7 +20,7 @@ func TestInstallRepairsAnOlderScript(t *testing.T) {
 	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--datacenter", "1", "--machine", "1"); code != 0 {
 		t.Fatalf("install = %d %s %s", code, out, errOut)
 	}
-	old, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1}, 1)
+	old, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // restoreRows is how many rows the table of the restore tests holds.
@@ -454,7 +455,7 @@ func TestNativeOldShapeAcrossUpgrade(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // errNoNodeCode is the SQLSTATE of snowflake_next_id() without a node.
@@ -176,7 +177,7 @@ func TestInstallWithoutNode(t *testing.T) {
 // mustMigrations returns sfgen's release line, 00001 to the latest.
 func mustMigrations(t *testing.T) []sqlgen.File {
 	t.Helper()
-	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
 	if err != nil || len(files) != sqlgen.Latest {
 		t.Fatalf("sqlgen.Migrations: %d files, %v; want %d", len(files), err, sqlgen.Latest)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestVerifyThrowaway runs `sfgen verify` with no database: it starts its
@@ -119,7 +120,7 @@ func TestVerifyFlagsAnOlderRelease(t *testing.T) {
 	}
 	steps = append(steps, step{sqlgen.Latest, 0, []string{fmt.Sprintf("release        %d, this sfgen's", sqlgen.Latest), "ok: PostgreSQL and Go agree on every input"}})
 	for _, step := range steps {
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, step.release)
+		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, step.release)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -156,7 +157,7 @@ func TestVerifyOlderReleaseWithBrokenGenerator(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
 	older := sqlgen.Latest - 1
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 1, Machine: 1}, older)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 1, Machine: 1}, older)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestVerifyFlagsAnOlderScriptOverALaterRelease(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
 	for _, release := range []int{2, 1} {
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
+		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // release2Ready says that release 2 is ready to be judged: until it is
@@ -56,7 +57,7 @@ func judge(t *testing.T, release int, succeeded bool, details string) {
 
 // releaseScript returns release's plain install script for o.
 func releaseScript(release int, o sqlgen.Options) (string, error) {
-	b, err := sqlgen.ScriptAt(o, release)
+	b, err := released.Script(o, release)
 	return string(b), err
 }
 
@@ -81,7 +82,7 @@ func installGoose(ctx context.Context, db *sql.DB, release int, o sqlgen.Options
 		_, err := install.Apply(ctx, db, o)
 		return err
 	}
-	files, err := sqlgen.Migrations(o)
+	files, err := released.Migrations(o)
 	if err != nil {
 		return err
 	}

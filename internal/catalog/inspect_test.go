@@ -18,6 +18,7 @@ import (
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // open returns a pgx connection and a database/sql handle to a fresh
@@ -78,7 +79,7 @@ func TestInspect(t *testing.T) {
 	script := func(release int, o sqlgen.Options) func(string) error {
 		return func(s string) error {
 			o.Schema = s
-			b, err := sqlgen.ScriptAt(o, release)
+			b, err := released.Script(o, release)
 			if err != nil {
 				return err
 			}
@@ -157,7 +158,7 @@ func TestInspectStale(t *testing.T) {
 		if _, ok := node[s]; !ok {
 			node[s] = int64(len(node)) // a node each: one maker a node
 		}
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Schema: s, Layout: snowflake.Twitter, Machine: node[s]}, r)
+		script, err := released.Script(sqlgen.Options{Schema: s, Layout: snowflake.Twitter, Machine: node[s]}, r)
 		if err != nil {
 			t.Fatal(err)
 		}

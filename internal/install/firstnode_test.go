@@ -14,6 +14,7 @@ import (
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestFirstNodeUndone: when the release line fails on a first install
@@ -114,7 +115,7 @@ func TestReleaseThreeNamesOfTheInstaller(t *testing.T) {
 			}
 			defer db.Close()
 			ctx := context.Background()
-			files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+			files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
 			if err != nil {
 				t.Fatal(err)
 			}

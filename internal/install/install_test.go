@@ -24,7 +24,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
-	"github.com/sfgen/sfgen/migrations"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -69,11 +69,8 @@ func TestApplyTwice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The whole release line, in order, each file once.
-	var want []string
-	for r := 1; r <= sqlgen.Latest; r++ {
-		want = append(want, sqlgen.MigrationName(r))
-	}
+	// The latest release's install, alone.
+	want := []string{sqlgen.MigrationName(sqlgen.Latest)}
 	if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest || res.Schema != schema {
 		t.Fatalf("first Apply = %+v; want %v applied, version %d", res, want, sqlgen.Latest)
 	}
@@ -90,18 +87,9 @@ func TestApplyTwice(t *testing.T) {
 	}
 	// The version table is sfgen's own, beside any goose_db_version.
 	var versions string
-	if err := db.QueryRow("SELECT string_agg(version_id::text, ',' ORDER BY version_id) FROM " + schema + "." + VersionTable + " WHERE version_id > 0 AND is_applied").Scan(&versions); err != nil || versions != releaseList(1, sqlgen.Latest) {
-		t.Errorf("%s.%s records versions %q, %v; want %q", schema, VersionTable, versions, err, releaseList(1, sqlgen.Latest))
+	if err := db.QueryRow("SELECT string_agg(version_id::text, ',' ORDER BY version_id) FROM " + schema + "." + VersionTable + " WHERE version_id > 0 AND is_applied").Scan(&versions); err != nil || versions != fmt.Sprint(sqlgen.Latest) {
+		t.Errorf("%s.%s records versions %q, %v; want %d", schema, VersionTable, versions, err, sqlgen.Latest)
 	}
-}
-
-// releaseList is "from,...,to".
-func releaseList(from, to int) string {
-	var s []string
-	for r := from; r <= to; r++ {
-		s = append(s, fmt.Sprint(r))
-	}
-	return strings.Join(s, ",")
 }
 
 // failDDLIn makes every CREATE in schema fail from now on, with an event
@@ -164,7 +152,7 @@ func TestFailedFirstInstall(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), "test: no sequences") {
 				t.Fatalf("Apply = %v; want the migration's failure", err)
 			}
-			if !strings.Contains(err.Error(), sqlgen.MigrationName(1)) {
+			if !strings.Contains(err.Error(), sqlgen.MigrationName(sqlgen.Latest)) {
 				t.Errorf("error %q does not name the migration", err)
 			}
 			var exists bool
@@ -179,39 +167,41 @@ func TestFailedFirstInstall(t *testing.T) {
 	}
 }
 
-// TestFSIsCommittedForDefaults: the release line FS renders for the
-// Twitter layout in public with node 0/0 is migrations.FS, file for file
-// and byte for byte; another schema's is not; and FS is an fs.FS as
-// testing/fstest checks one.
-func TestFSIsCommittedForDefaults(t *testing.T) {
-	fsys, err := FS(sqlgen.Options{Layout: snowflake.Twitter})
+// TestFSIsTheLatestInstall: the FS `sfgen install` applies holds one
+// file, the latest release's install migration, versioned as that
+// release; and it is an fs.FS as testing/fstest checks one.
+func TestFSIsTheLatestInstall(t *testing.T) {
+	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 1, Machine: 2}
+	fsys, err := FS(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	committed, err := fs.Glob(migrations.FS, "*.sql")
+	name := sqlgen.MigrationName(sqlgen.Latest)
+	if got, err := fs.Glob(fsys, "*"); err != nil || !slices.Equal(got, []string{name}) {
+		t.Fatalf("FS holds %v (%v); want %s alone", got, err, name)
+	}
+	want, err := sqlgen.Migration(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rendered, err := fs.Glob(fsys, "*")
-	if err != nil || !slices.Equal(rendered, committed) {
-		t.Fatalf("FS for the default options holds %v (%v); migrations.FS holds %v", rendered, err, committed)
+	if got := mustRead(t, fsys, name); !bytes.Equal(got, want) {
+		t.Errorf("FS's %s is not sqlgen.Migration's install", name)
 	}
-	for _, name := range committed {
-		want, _ := migrations.FS.ReadFile(name)
-		if got, err := fs.ReadFile(fsys, name); err != nil || !bytes.Equal(got, want) {
-			t.Errorf("FS for the default options: %s differs from the committed file (%v)", name, err)
-		}
-	}
-	if err := fstest.TestFS(fsys, committed...); err != nil {
+	if err := fstest.TestFS(fsys, name); err != nil {
 		t.Error(err)
 	}
-	other, err := FS(sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids"})
+}
+
+// releasedFS is sfgen's release line as it shipped, releases 1 to
+// released.Last rendered for o, as goose reads it: how databases reached
+// an older release.
+func releasedFS(t testing.TB, o sqlgen.Options) fs.FS {
+	t.Helper()
+	files, err := released.Migrations(o)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := fs.ReadFile(other, committed[len(committed)-1]); bytes.Equal(got, mustRead(t, migrations.FS, committed[len(committed)-1])) {
-		t.Error("FS for schema ids renders the committed files")
-	}
+	return releaseFS(files)
 }
 
 func mustRead(t *testing.T, fsys fs.FS, name string) []byte {
@@ -386,10 +376,7 @@ func asRole(t *testing.T, db *sql.DB, role, sql string) {
 // in sfgen's version table, as an sfgen of release r left it.
 func atRelease(t *testing.T, db *sql.DB, schema string, r int) {
 	t.Helper()
-	fsys, err := FS(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
-	if err != nil {
-		t.Fatal(err)
-	}
+	fsys := releasedFS(t, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
 	if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + schema); err != nil {
 		t.Fatal(err)
 	}
@@ -636,8 +623,8 @@ func TestConcurrentApply(t *testing.T) {
 				t.Errorf("round %d: a concurrent Apply failed: %v", round, err)
 			}
 		}
-		if n := applied.Load(); n != sqlgen.Latest {
-			t.Errorf("round %d: %d migrations applied in all; want %d, once each", round, n, sqlgen.Latest)
+		if n := applied.Load(); n != 1 {
+			t.Errorf("round %d: %d migrations applied in all; want 1, once", round, n)
 		}
 	}
 }
@@ -684,8 +671,8 @@ func TestApplyWaitsForAnotherInstall(t *testing.T) {
 	}
 	var n int
 	db.QueryRow("SELECT count(*) FROM " + schema + "." + VersionTable + " WHERE version_id > 0").Scan(&n)
-	if n != sqlgen.Latest {
-		t.Errorf("after a cancelled Apply, %s has %d rows; want %d (nothing undone)", VersionTable, n, sqlgen.Latest)
+	if n != 1 {
+		t.Errorf("after a cancelled Apply, %s has %d rows; want 1 (nothing undone)", VersionTable, n)
 	}
 	// A first install into a new schema that waits while another makes
 	// the schema and its version table, and is then cancelled, must not

@@ -123,9 +123,10 @@ func (p *MigrationPlan) note(format string, args ...any) {
 	p.Steps = append(p.Steps, MigrationStep{Note: fmt.Sprintf(format, args...)})
 }
 
-// upgrades plans the upgrades to the latest release of a directory that
-// has sfgen's migrations found: their headers say for which schema and
-// layout. It returns where the directory then leaves a schema.
+// upgrades plans the upgrade to the latest release of a directory that
+// has sfgen's migrations found, one file from whichever release they
+// leave a schema at: their headers say for which schema and layout. It
+// returns where the directory then leaves a schema.
 func (p *MigrationPlan) upgrades(found []migrationdir.Found, o MigrationOptions) (dirState, error) {
 	dir := o.Dir
 	last := found[len(found)-1]
@@ -172,13 +173,11 @@ func (p *MigrationPlan) upgrades(found []migrationdir.Found, o MigrationOptions)
 	}
 	so := o.SQL
 	so.Schema, so.Layout = last.Schema, l
-	for r := at.release + 1; r <= sqlgen.Latest; r++ {
-		content, err := sqlgen.Upgrade(so, r)
-		if err != nil {
-			return dirState{}, err
-		}
-		p.file(migrationdir.UpgradeSuffix(r), content)
+	content, err := sqlgen.Upgrade(so)
+	if err != nil {
+		return dirState{}, err
 	}
+	p.file(migrationdir.UpgradeSuffix(sqlgen.Latest), content)
 	at.release, at.upgraded = sqlgen.Latest, true
 	return at, nil
 }
@@ -208,7 +207,7 @@ func (p *MigrationPlan) generator(at dirState, o MigrationOptions) error {
 	default:
 		return nil
 	}
-	gen, err := sqlgen.Generator(sqlgen.Options{Schema: at.schema, Layout: at.layout}, at.release)
+	gen, err := sqlgen.Generator(sqlgen.Options{Schema: at.schema, Layout: at.layout})
 	if err != nil {
 		return err
 	}

@@ -35,12 +35,9 @@ func TestPlanMigrations(t *testing.T) {
 	fresh := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, UnsetNode: true}
 	const latest = sqlgen.Latest
 	// upgrades are the upgrade files from release from to the latest.
+	// From any earlier release, one upgrade file to the latest.
 	upgrades := func(from int, then ...string) []string {
-		var out []string
-		for r := from + 1; r <= latest; r++ {
-			out = append(out, migrationdir.UpgradeSuffix(r))
-		}
-		return append(out, then...)
+		return append([]string{migrationdir.UpgradeSuffix(latest)}, then...)
 	}
 	type tc struct {
 		name  string
@@ -154,7 +151,7 @@ func TestPlanMigrationsContent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, err = sqlgen.Upgrade(sqlgen.Options{Schema: "app_ids", Layout: discord, UnsetNode: true}, sqlgen.Latest)
+	want, err = sqlgen.Upgrade(sqlgen.Options{Schema: "app_ids", Layout: discord, UnsetNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}

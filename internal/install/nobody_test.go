@@ -7,6 +7,7 @@ import (
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestNoNodeNobodyChose: release 5's upgrade unsets a 0/0 node that
@@ -36,7 +37,7 @@ func TestNoNodeNobodyChose(t *testing.T) {
 			if edit != nil {
 				edit(&o)
 			}
-			b, err := sqlgen.ScriptAt(o, r)
+			b, err := released.Script(o, r)
 			if err != nil {
 				f.t.Fatal(err)
 			}

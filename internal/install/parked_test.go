@@ -13,6 +13,7 @@ import (
 
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // releaseOneSlowPath returns release 1's snowflake_next_id_slow() for
@@ -28,7 +29,7 @@ func releaseOneSlowPath(t *testing.T, schema, name string) string {
 // before an upgrade still runs.
 func releaseFunction(t *testing.T, schema string, release int, fn, name string) string {
 	t.Helper()
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +54,7 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
 	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
-	script, err := sqlgen.ScriptAt(o, 1)
+	script, err := released.Script(o, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +140,7 @@ func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
 	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}
-	script, err := sqlgen.ScriptAt(o, 1)
+	script, err := released.Script(o, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +200,7 @@ func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
 	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
-	script, err := sqlgen.ScriptAt(o, 6)
+	script, err := released.Script(o, 6)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestUpgradeToSevenWaitsForReleaseSixCatchUp(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
 	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
-	script, err := sqlgen.ScriptAt(o, 6)
+	script, err := released.Script(o, 6)
 	if err != nil {
 		t.Fatal(err)
 	}

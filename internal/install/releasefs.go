@@ -4,28 +4,26 @@ import (
 	"bytes"
 	"io"
 	"io/fs"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-// A releaseFS is a release line rendered for one target, as the fs.FS
-// goose reads: its files, read-only, at the root and nowhere else.
+// A releaseFS is the migrations goose applies for one target: its files,
+// read-only, at the root and nowhere else.
 type releaseFS []sqlgen.File
 
-// FS returns the release line rendered for o, as goose reads it. For the
-// Twitter layout in public with node 0/0 it is migrations.FS byte for byte
-// (a test holds the two together).
+// FS returns, as goose reads it, the one migration `sfgen install` applies
+// for o: the latest release's install (sqlgen.Migration), versioned as
+// that release. Its Up installs into a schema without sfgen and upgrades,
+// in place, a schema at any earlier release, whose version table then
+// holds earlier versions that goose leaves alone.
 func FS(o sqlgen.Options) (fs.FS, error) {
-	files, err := sqlgen.Migrations(o)
+	install, err := sqlgen.Migration(o)
 	if err != nil {
 		return nil, err
 	}
-	files = slices.Clone(files)
-	slices.SortFunc(files, func(a, b sqlgen.File) int { return strings.Compare(a.Name, b.Name) })
-	return releaseFS(files), nil
+	return releaseFS{{Name: sqlgen.MigrationName(sqlgen.Latest), Release: sqlgen.Latest, SQL: install}}, nil
 }
 
 func (r releaseFS) Open(name string) (fs.File, error) {

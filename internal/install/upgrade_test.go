@@ -36,6 +36,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 	"github.com/sfgen/sfgen/migrations"
 )
 
@@ -112,7 +113,7 @@ func (f *fixture) queryInt(q string, args ...any) int64 {
 }
 
 // scriptAt1 renders release 1's frozen plain script.
-func scriptAt1(o sqlgen.Options) ([]byte, error) { return sqlgen.ScriptAt(o, 1) }
+func scriptAt1(o sqlgen.Options) ([]byte, error) { return released.Script(o, 1) }
 
 // script renders a plain script for the fixture's options and returns
 // what running it, as psql -f would, gave.
@@ -134,14 +135,9 @@ func (f *fixture) runScript(name string, render func(sqlgen.Options) ([]byte, er
 	}
 }
 
-func (f *fixture) fs() fs.FS {
-	f.t.Helper()
-	fsys, err := FS(f.o)
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	return fsys
-}
+// fs is sfgen's release line as it shipped, for the providers that take
+// a schema to an older release.
+func (f *fixture) fs() fs.FS { return releasedFS(f.t, f.o) }
 
 // appProvider is an application's own goose provider over sfgen's release
 // line, recording it in <schema>.goose_db_version: the route of an
@@ -373,7 +369,17 @@ type route struct {
 
 // scriptAt renders release r's frozen plain script.
 func scriptAt(r int) func(sqlgen.Options) ([]byte, error) {
-	return func(o sqlgen.Options) ([]byte, error) { return sqlgen.ScriptAt(o, r) }
+	return func(o sqlgen.Options) ([]byte, error) { return released.Script(o, r) }
+}
+
+// applyApplies is what Apply applies to a schema at release from: the
+// latest release's install, which upgrades any earlier one in place, or
+// nothing.
+func applyApplies(from int) []string {
+	if from >= sqlgen.Latest {
+		return nil
+	}
+	return []string{sqlgen.MigrationName(sqlgen.Latest)}
 }
 
 // migrationNames are the files of the release line from release from to
@@ -456,10 +462,9 @@ var latestRoutes = []upgrade{
 		if err != nil {
 			f.t.Fatalf("Apply on schema %s: %v", f.schema, err)
 		}
-		// Apply records the release an install by another route is at
-		// (the version table it finds or makes), so an earlier release's
-		// file never runs over an install: it applies the upgrades only.
-		want := migrationNames(release+1, sqlgen.Latest)
+		// Apply applies the latest release's install, which upgrades the
+		// release it finds in place.
+		want := applyApplies(release)
 		if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest {
 			f.t.Errorf("Apply = %+v; want %v applied and version %d", res, want, sqlgen.Latest)
 		}
@@ -879,9 +884,10 @@ func TestDownRestoresEachRelease(t *testing.T) {
 	}
 }
 
-// TestDownKeepsAnUnsetNode installs the latest release with no node
-// (Apply with UnsetNode), takes a lease, and runs its Down: the release
-// before comes back as its own install made it, but for the node, which
+// TestDownKeepsAnUnsetNode installs the release line as it shipped with
+// no node (an application's goose over migrations.FS: release 5 unsets
+// the node nobody chose), takes a lease, and runs release 7's Down: the
+// release before comes back as its own install made it, but for the node, which
 // stays unset (snowflake_next_id() refuses), and the leases, which go; Up
 // again gives the latest as a fresh install without a node, and Down
 // again and setting the node give exactly the release before. Apply then
@@ -891,58 +897,58 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
 	prev := newFixture(t, db, dsn)
-	prev.runScript(fmt.Sprintf("ScriptAt(%d)", sqlgen.Latest-1), scriptAt(sqlgen.Latest-1))
+	prev.runScript(fmt.Sprintf("ScriptAt(%d)", released.Last-1), scriptAt(released.Last-1))
 	prev.setNode(testDatacenter, testMachine)
 	previous := prev.snapshot()
 	prev.drop() // its node is f's below, and one maker's in a database (from release 4)
 	unset := newFixture(t, db, dsn)
 	unset.o.UnsetNode = true
-	unset.runScript("Script", sqlgen.Script)
+	unset.createSchema()
+	unset.applied("Up over migrations.FS")(unset.appProvider().Up(ctx))
 	latestUnset := unset.snapshot()
 
 	f := newFixture(t, db, dsn)
 	f.o.UnsetNode = true
-	if _, err := Apply(ctx, db, f.o); err != nil {
-		t.Fatal(err)
-	}
-	f.checkUnset("Apply with UnsetNode")
+	f.createSchema()
+	f.applied("Up over migrations.FS")(f.appProvider().Up(ctx))
+	f.checkUnset("goose Up over migrations.FS")
 	f.exec("SELECT * FROM " + f.schema + ".snowflake_lease_take('test', 60000)")
-	res, err := f.sfgenProvider().Down(ctx)
+	res, err := f.appProvider().Down(ctx)
 	if err != nil {
-		t.Fatalf("goose Down from release %d: %v", sqlgen.Latest, err)
+		t.Fatalf("goose Down from release %d: %v", released.Last, err)
 	}
-	if res.Source.Version != sqlgen.Latest {
-		t.Fatalf("goose Down ran version %d; want %d", res.Source.Version, sqlgen.Latest)
+	if res.Source.Version != released.Last {
+		t.Fatalf("goose Down ran version %d; want %d", res.Source.Version, released.Last)
 	}
-	if r := f.release(); r != sqlgen.Latest-1 {
-		t.Fatalf("after Down, release %d; want %d", r, sqlgen.Latest-1)
+	if r := f.release(); r != released.Last-1 {
+		t.Fatalf("after Down, release %d; want %d", r, released.Last-1)
 	}
 	f.checkUnset("Down with no node set")
 	const nodeBits = "function <schema>.snowflake_node_bits()"
 	got := f.snapshot()
 	if d := previous.without(nodeBits).diff(got.without(nodeBits)); d != "" {
-		t.Errorf("after Down with no node set, the schema differs from a fresh release %d (snowflake_node_bits() aside):%s", sqlgen.Latest-1, d)
+		t.Errorf("after Down with no node set, the schema differs from a fresh release %d (snowflake_node_bits() aside):%s", released.Last-1, d)
 	}
 	if got[nodeBits] == "" || got[nodeBits] == previous[nodeBits] {
 		t.Errorf("after Down with no node set, snowflake_node_bits() is %q; want the one that refuses", got[nodeBits])
 	}
 	// Up again: still no node, as a fresh install without one.
-	f.applied("Up again with no node set")(f.sfgenProvider().Up(ctx))
+	f.applied("Up again with no node set")(f.appProvider().Up(ctx))
 	f.checkUnset("Down and Up with no node set")
 	if d := latestUnset.diff(f.snapshot()); d != "" {
-		t.Errorf("after Down and Up with no node set, the schema differs from a fresh release %d without a node:%s", sqlgen.Latest, d)
+		t.Errorf("after Down and Up with no node set, the schema differs from a fresh release %d without a node:%s", released.Last, d)
 	}
-	if _, err := f.sfgenProvider().Down(ctx); err != nil {
-		t.Fatalf("goose Down from release %d again: %v", sqlgen.Latest, err)
+	if _, err := f.appProvider().Down(ctx); err != nil {
+		t.Fatalf("goose Down from release %d again: %v", released.Last, err)
 	}
 	f.setNode(testDatacenter, testMachine)
 	if d := previous.diff(f.snapshot()); d != "" {
-		t.Errorf("after Down and snowflake_set_node(), the schema differs from a fresh release %d:%s", sqlgen.Latest-1, d)
+		t.Errorf("after Down and snowflake_set_node(), the schema differs from a fresh release %d:%s", released.Last-1, d)
 	}
 	f.createTable()
 	before := f.generator()
-	if res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(migrationNames(sqlgen.Latest, sqlgen.Latest)) {
-		t.Fatalf("Apply after the Down = %+v, %v; want %v applied", res, err, migrationNames(sqlgen.Latest, sqlgen.Latest))
+	if res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(applyApplies(released.Last-1)) {
+		t.Fatalf("Apply after the Down = %+v, %v; want %v applied", res, err, applyApplies(released.Last-1))
 	}
 	f.checkKept("after Down, snowflake_set_node() and Apply with UnsetNode again", before)
 }
@@ -1347,7 +1353,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 			if err != nil {
 				t.Fatalf("Apply on release %d installed by the script: %v", r, err)
 			}
-			if want := migrationNames(r+1, sqlgen.Latest); fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest {
+			if want := applyApplies(r); fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest {
 				t.Errorf("Apply on release %d installed by the script = %+v; want %v applied, version %d", r, res, want, sqlgen.Latest)
 			}
 			if d := latest.diff(f.snapshot()); d != "" {

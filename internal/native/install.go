@@ -454,7 +454,9 @@ func InstalledLibrary(ctx context.Context, conn *pgx.Conn, schema string) (strin
 
 // Uninstall puts the SQL snowflake_next_id() back in schema, when the
 // native one replaced it, by running the plain install script of the
-// schema's release and layout again (which keeps the node and the state), as the
+// latest release in the schema's layout again (which keeps the node and
+// the state; a schema at an older release is refused: its upgrade, 'sfgen
+// install', puts the SQL generator back itself), as the
 // owner of the schema's sfgen objects (a superuser, or that owner, must
 // call it); and drops snowflake_next_id_native() and the wrapper's C
 // functions if there are any. conn must not be in a transaction: the
@@ -497,7 +499,10 @@ func Uninstall(ctx context.Context, conn *pgx.Conn, schema string) error {
 // restoreSQL runs the plain script over schema as the owner of its sfgen
 // objects.
 func restoreSQL(ctx context.Context, conn *pgx.Conn, schema string, in catalog.Installed, d sqlData) error {
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: in.Layout, Schema: schema}, in.Release)
+	if in.Release != sqlgen.Latest {
+		return fmt.Errorf("native: schema %s is at sfgen release %d, not %d: upgrade it with 'sfgen install --schema %s', which puts the SQL snowflake_next_id() back", schema, in.Release, sqlgen.Latest, schema)
+	}
+	script, err := sqlgen.Script(sqlgen.Options{Layout: in.Layout, Schema: schema})
 	if err != nil {
 		return fmt.Errorf("native: %w", err)
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // definition is what pg_proc says of schema.name(): its language, body and
@@ -253,7 +254,7 @@ func TestBuildRefuses(t *testing.T) {
 // skeleton.
 func protocol(t *testing.T, release int) []string {
 	t.Helper()
-	script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: snowflake.Twitter}, release)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -331,7 +332,7 @@ func TestHeaderMatchesSQL(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: l}, native.Release)
+		script, err := released.Script(sqlgen.Options{Layout: l}, native.Release)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestCitusBulkLoads: on a Citus coordinator with two workers, a
@@ -32,7 +33,7 @@ func TestCitusBulkLoads(t *testing.T) {
 		release int
 		machine int64
 	}{{"r6", 6, 2}, {"r7", sqlgen.Latest, 1}} {
-		script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: tw, Schema: c.schema, Datacenter: 1, Machine: c.machine}, c.release)
+		script, err := released.Script(sqlgen.Options{Layout: tw, Schema: c.schema, Datacenter: 1, Machine: c.machine}, c.release)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,9 +1,7 @@
 package sqlgen_test
 
 import (
-	"fmt"
 	"github.com/sfgen/sfgen/internal/snowflake"
-	"strings"
 	"testing"
 
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -36,23 +34,8 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 			{"Script", sqlgen.Script},
 			{"Migration", sqlgen.Migration},
 			{"Preflight", sqlgen.Preflight},
-		}
-		for to := 2; to <= sqlgen.Latest; to++ {
-			renders = append(renders, struct {
-				kind   string
-				render func(sqlgen.Options) ([]byte, error)
-			}{fmt.Sprintf("Upgrade(%d)", to), func(o sqlgen.Options) ([]byte, error) {
-				b, err := sqlgen.Upgrade(o, to)
-				if to == 2 {
-					// The Up only: the Down puts back release 1 as it
-					// shipped, unqualified names and all.
-					up, _, _ := strings.Cut(string(b), "-- +goose Down\n")
-					return []byte(up), err
-				}
-				// Up and Down: the Down puts back a release that was
-				// qualified too.
-				return b, err
-			}})
+			{"Upgrade", sqlgen.Upgrade},
+			{"Generator", sqlgen.Generator},
 		}
 		for _, r := range renders {
 			t.Run(tc.name+"/"+r.kind, func(t *testing.T) {

@@ -5,9 +5,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
-	"path"
 	"slices"
 	"strings"
 	"text/template"
@@ -46,15 +43,11 @@ type Options struct {
 // release with a migration from the one before.
 const Latest = catalog.Latest
 
-// ErrUnknownRelease is returned for a release number that is not 1 to
-// Latest (or, for Upgrade, 2 to Latest).
-var ErrUnknownRelease = errors.New("unknown sfgen release")
-
 // ErrNodeAndUnset is returned for Options that name a node and ask for
 // none (UnsetNode).
 var ErrNodeAndUnset = errors.New("options both set a node and leave it unset")
 
-//go:embed templates/shared/*.sql.tmpl templates/release1/*.sql.tmpl templates/release2/*.sql.tmpl templates/release3/*.sql.tmpl templates/release4/*.sql.tmpl templates/release5/*.sql.tmpl templates/release6/*.sql.tmpl templates/release7/*.sql.tmpl
+//go:embed templates/*.sql.tmpl
 var templateFS embed.FS
 
 var funcs = template.FuncMap{
@@ -62,7 +55,7 @@ var funcs = template.FuncMap{
 	"ident":   pgident.Quote,
 	// op writes an operator bound to pg_catalog's, whatever search_path.
 	"op": func(name string) string { return "OPERATOR(pg_catalog." + name + ")" },
-	// outOfRange is the argument of templates/shared's raise_out_of_range.
+	// outOfRange is the argument of raise.sql.tmpl's raise_out_of_range.
 	"outOfRange": func(message, arg string) outOfRange { return outOfRange{message, arg} },
 }
 
@@ -70,110 +63,47 @@ var funcs = template.FuncMap{
 // string with one %s, shows Arg, an SQL expression.
 type outOfRange struct{ Message, Arg string }
 
-// releaseTemplates holds each release's templates, parsed apart: they
-// define the same names. See releaseFiles for which files each has.
-var releaseTemplates = func() (sets [Latest + 1]*template.Template) {
-	for r := 1; r <= Latest; r++ {
-		sets[r] = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, releaseFiles(r)...))
-	}
-	return sets
-}()
-
-// releaseFiles are the template files release r is rendered from: shared's,
-// then, for each file name, the newest copy in templates/release2 to
-// templates/release<r>. So a release's folder holds only the files whose
-// rendered output it changes, whole, and inherits the others from the
-// release before (doc.go has the rule). Release 1 stands alone: release 2
-// rewrote all of its files.
-func releaseFiles(r int) []string {
-	first := 2
-	if r == 1 {
-		first = 1
-	}
-	newest := map[string]string{} // file name -> its path in the newest folder that has it
-	for from := first; from <= r; from++ {
-		paths, err := fs.Glob(templateFS, fmt.Sprintf("templates/release%d/*.sql.tmpl", from))
-		if err == nil && len(paths) == 0 {
-			err = errors.New("no templates: every release changes something (is its folder in the go:embed line?)")
-		}
-		if err != nil {
-			panic(fmt.Sprintf("sqlgen: release %d: %v", from, err))
-		}
-		for _, p := range paths {
-			newest[path.Base(p)] = p
-		}
-	}
-	files := []string{"templates/shared/*.sql.tmpl"}
-	for _, name := range slices.Sorted(maps.Keys(newest)) {
-		files = append(files, newest[name])
-	}
-	return files
-}
+// templates is the one template tree, the latest release's.
+var templates = template.Must(template.New("").Funcs(funcs).ParseFS(templateFS, "templates/*.sql.tmpl"))
 
 // Script renders the plain install script of the latest release. It runs
 // as one transaction; on a database that sfgen installed into before, at
 // any release, it upgrades the install in place and keeps its node and
 // state, so `psql -f` works on a fresh database and on any earlier one.
-func Script(o Options) ([]byte, error) { return ScriptAt(o, Latest) }
-
-// ScriptAt renders the plain install script of the given release, 1 to
-// Latest, as that release shipped it.
-func ScriptAt(o Options, release int) ([]byte, error) {
-	switch release {
-	case 1:
-		return render(o, 1, "snowflake.sql.tmpl", false)
-	case 2, 3, 4, 5, 6, 7:
-		return render(o, release, "script.sql.tmpl", false)
-	}
-	return nil, fmt.Errorf("script for release %d: %w", release, ErrUnknownRelease)
-}
+func Script(o Options) ([]byte, error) { return render(o, "script.sql.tmpl", false) }
 
 // Migration renders one goose migration that installs the latest release,
 // for an application's migrations directory that has no sfgen migration
 // yet. Its Up section also upgrades an earlier install in place; its Down
 // section removes what it installs (but not the schema, which may hold
 // other objects).
-func Migration(o Options) ([]byte, error) { return render(o, Latest, "install.sql.tmpl", true) }
+func Migration(o Options) ([]byte, error) { return render(o, "install.sql.tmpl", true) }
 
-// Upgrade renders the goose migration that takes a schema from release
-// to-1 to release to (2 to Latest). Its Down section puts the earlier
-// release back as its own migration made it, node and state kept. An
-// upgrade keeps the node the schema has, so o's node is not used (and
-// must still be in range).
-func Upgrade(o Options, to int) ([]byte, error) {
-	if to < 2 || to > Latest {
-		return nil, fmt.Errorf("upgrade to release %d: %w", to, ErrUnknownRelease)
-	}
-	if _, err := newTemplateData(o, to, true); err != nil {
+// Upgrade renders the goose migration that takes a schema at any earlier
+// release to the latest: its Up section is the latest release's, which
+// upgrades in place whatever release it finds, node and state kept. It
+// cannot be undone: its Down section fails, saying so (docs/releases.md
+// has why). An upgrade keeps the node the schema has, so o's node is not
+// used (and must still be in range).
+func Upgrade(o Options) ([]byte, error) {
+	if _, err := newTemplateData(o, true); err != nil {
 		return nil, err
 	}
 	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
-	parts := []string{"compose_up", "range_up", "next_id_up"}
-	if to-1 >= 3 {
-		parts = append(parts, "lease_up") // release 4 changed release 3's leases
-	}
-	prev, err := renderParts(o, to-1, true, parts...)
-	if err != nil {
-		return nil, err
-	}
-	return renderWith(o, to, "upgrade.sql.tmpl", true, func(d *templateData) { d.PreviousUp = prev })
+	return render(o, "upgrade.sql.tmpl", true)
 }
 
-// Generator renders release's SQL snowflake_next_id(), with the sequences
-// and functions it uses, as that release's migrations create them, for a
-// goose migration's section: run over a schema at that release (release 2
-// to Latest), it puts the SQL generator back in place of the native one,
-// node and state kept, as Upgrade's Down section puts an earlier release
-// back.
-func Generator(o Options, release int) ([]byte, error) {
-	if release < 2 || release > Latest {
-		return nil, fmt.Errorf("the SQL generator of release %d: %w", release, ErrUnknownRelease)
-	}
-	if _, err := newTemplateData(o, release, true); err != nil {
+// Generator renders the latest release's SQL snowflake_next_id(), with
+// the sequences and functions it uses, as its migrations create them, for
+// a goose migration's section: run over a schema at the latest release,
+// it puts the SQL generator back in place of the native one, node and
+// state kept.
+func Generator(o Options) ([]byte, error) {
+	if _, err := newTemplateData(o, true); err != nil {
 		return nil, err
 	}
 	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
-	s, err := renderParts(o, release, true, "next_id_up")
+	s, err := renderParts(o, true, "next_id_up")
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +118,7 @@ func Generator(o Options, release int) ([]byte, error) {
 // calls the schema's snowflake_next_state() and snowflake_node_bits().
 func NextIDExpression(o Options) (string, error) {
 	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
-	s, err := renderParts(o, Latest, false, "next_id_expression")
+	s, err := renderParts(o, false, "next_id_expression")
 	if err != nil {
 		return "", err
 	}
@@ -209,26 +139,6 @@ func (f File) Up() string {
 	_, up, _ := strings.Cut(string(f.SQL), "-- +goose Up\n")
 	up, _, _ = strings.Cut(up, "-- +goose Down\n")
 	return strings.NewReplacer("-- +goose StatementBegin\n", "", "-- +goose StatementEnd\n", "").Replace(up)
-}
-
-// Migrations renders sfgen's release line as goose migrations, one file a
-// release: 00001_sfgen_snowflake.sql installs release 1, and each later
-// file upgrades the one before. Applied in order (by goose, or by
-// `sfgen install`), they take a database at any release to Latest.
-func Migrations(o Options) ([]File, error) {
-	first, err := render(o, 1, "snowflake.sql.tmpl", true)
-	if err != nil {
-		return nil, err
-	}
-	files := []File{{Name: MigrationName(1), Release: 1, SQL: first}}
-	for r := 2; r <= Latest; r++ {
-		up, err := Upgrade(o, r)
-		if err != nil {
-			return nil, err
-		}
-		files = append(files, File{Name: MigrationName(r), Release: r, SQL: up})
-	}
-	return files, nil
 }
 
 // MigrationName is the file name of release r's migration in sfgen's own
@@ -301,11 +211,9 @@ const NodeUnsetRecentXids = 10000
 // templateData is what the templates see. Every field is derived from the
 // layout, the node numbers or the validated schema name.
 type templateData struct {
-	Release        int    // the release being rendered
-	Generated      string // ends every comment: "Generated by sfgen release 2."
-	Previous       int    // for an upgrade, the release it starts from
+	Release        int    // the release being rendered: Latest
+	Generated      string // ends every comment: "Generated by sfgen release 7."
 	Upgrade        bool   // rendering an upgrade migration
-	PreviousUp     string // for an upgrade's Down: the previous release's definitions
 	Goose          bool   // rendering a goose migration
 	StatementBegin string // "-- +goose StatementBegin\n" in a migration, else ""
 	StatementEnd   string // "-- +goose StatementEnd\n" in a migration, else ""
@@ -363,7 +271,7 @@ type templateData struct {
 	TurnSlots, TurnSlotsMax, TurnTries, TurnSpins int64
 }
 
-func newTemplateData(o Options, release int, goose bool) (*templateData, error) {
+func newTemplateData(o Options, goose bool) (*templateData, error) {
 	target, err := catalog.NewTarget(o.Schema, o.Layout)
 	if err != nil {
 		return nil, fmt.Errorf("render sql: %w", err)
@@ -385,8 +293,8 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		return snowflake.RangeMessage(f, "%s", l.Min(f), l.Max(f))
 	}
 	d := &templateData{
-		Release:    release,
-		Generated:  catalog.ReleaseMarker(release),
+		Release:    Latest,
+		Generated:  catalog.ReleaseMarker(Latest),
 		Goose:      goose,
 		SchemaName: schema,
 		Schema:     pgident.Quote(schema),
@@ -440,31 +348,11 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 		TurnTries:           CatchUpTurnTries,
 		TurnSpins:           CatchUpTurnSpins,
 	}
-	switch release {
-	case 2:
-		// Frozen: the lists as release 2 shipped them.
-		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions2, catalog.KnownFunctionNames2, catalog.MarkedFunctions2
-	case 3:
-		// Frozen: the lists as release 3 shipped them.
-		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions3, catalog.KnownFunctionNames3, catalog.MarkedFunctions3
-	case 4, 5, 6:
-		// Frozen: the lists as releases 4 to 6 shipped them. Release 4's
-		// names are sfgen's only with its marker, as release 3's.
-		d.KnownFunctions, d.KnownFunctionNames, d.MarkedFunctions = catalog.KnownFunctions6, catalog.KnownFunctionNames6, catalog.MarkedFunctions6
-		d.LeaseFunctionNames = append(slices.Clip(catalog.LeaseFunctionNames), catalog.RegistryFunctionNames...)
-	default:
-		// Names new since release 3 are sfgen's only with their release's
-		// marker.
-		d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames)
-	}
-	if release >= 4 {
-		d.PrivateName = catalog.PrivateSchema(schema)
-		d.Private = pgident.Quote(d.PrivateName)
-	}
-	if release == 1 {
-		// Frozen: what release 1 shipped, whatever the constants say now.
-		d.CatchUpMs, d.StaleMs, d.CatchUpSpreadMs, d.LagLimitMs = 6, 8, 2, 9
-	}
+	// Names new since release 3 are sfgen's only with their release's
+	// marker.
+	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames)
+	d.PrivateName = catalog.PrivateSchema(schema)
+	d.Private = pgident.Quote(d.PrivateName)
 	if goose {
 		d.StatementBegin = "-- +goose StatementBegin\n"
 		d.StatementEnd = "-- +goose StatementEnd\n"
@@ -472,23 +360,14 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	return d, nil
 }
 
-func render(o Options, release int, name string, goose bool) ([]byte, error) {
-	return renderWith(o, release, name, goose, nil)
-}
-
-func renderWith(o Options, release int, name string, goose bool, adjust func(*templateData)) ([]byte, error) {
-	d, err := newTemplateData(o, release, goose)
+func render(o Options, name string, goose bool) ([]byte, error) {
+	d, err := newTemplateData(o, goose)
 	if err != nil {
 		return nil, err
 	}
-	if adjust != nil {
-		adjust(d)
-	}
-	if name == "upgrade.sql.tmpl" {
-		d.Upgrade, d.Previous = true, release-1
-	}
+	d.Upgrade = name == "upgrade.sql.tmpl"
 	var b bytes.Buffer
-	if err := releaseTemplates[release].ExecuteTemplate(&b, name, d); err != nil {
+	if err := templates.ExecuteTemplate(&b, name, d); err != nil {
 		return nil, fmt.Errorf("render sql: %w", err)
 	}
 	return tidy(b.Bytes()), nil
@@ -496,14 +375,14 @@ func renderWith(o Options, release int, name string, goose bool, adjust func(*te
 
 // renderParts renders the named templates of a release one after another,
 // as the body of a larger file.
-func renderParts(o Options, release int, goose bool, names ...string) (string, error) {
-	d, err := newTemplateData(o, release, goose)
+func renderParts(o Options, goose bool, names ...string) (string, error) {
+	d, err := newTemplateData(o, goose)
 	if err != nil {
 		return "", err
 	}
 	var b bytes.Buffer
 	for _, n := range names {
-		if err := releaseTemplates[release].ExecuteTemplate(&b, n, d); err != nil {
+		if err := templates.ExecuteTemplate(&b, n, d); err != nil {
 			return "", fmt.Errorf("render sql: %w", err)
 		}
 		b.WriteString("\n\n")
@@ -535,7 +414,7 @@ func tidy(b []byte) []byte {
 // does not exist yet, so run this first, in a transaction; it does
 // nothing where the function exists.
 func FirstNode(o Options) ([]byte, error) {
-	return render(o, Latest, "first_node.sql.tmpl", false)
+	return render(o, "first_node.sql.tmpl", false)
 }
 
 // Preflight renders the checks the latest release makes before it
@@ -545,4 +424,4 @@ func FirstNode(o Options) ([]byte, error) {
 // names that sfgen did not create as the current role, SF102 for an
 // install of another layout, SF103 for a newer release and SF104 for a
 // schema another role owns.
-func Preflight(o Options) ([]byte, error) { return render(o, Latest, "preflight.sql.tmpl", false) }
+func Preflight(o Options) ([]byte, error) { return render(o, "preflight.sql.tmpl", false) }

@@ -12,6 +12,7 @@ import (
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestCatchUpByNextvalKeepsTheLag shows release 5's catch-up on a server
@@ -46,7 +47,7 @@ func TestCatchUpByNextvalKeepsTheLag(t *testing.T) {
 		changed bool
 	}{{"release4", 4, 1, false}, {"latest", sqlgen.Latest, 2, true}} {
 		t.Run(tc.schema, func(t *testing.T) {
-			script, err := sqlgen.ScriptAt(sqlgen.Options{Layout: l, Schema: tc.schema, Datacenter: tc.dc, Machine: 1}, tc.release)
+			script, err := released.Script(sqlgen.Options{Layout: l, Schema: tc.schema, Datacenter: tc.dc, Machine: 1}, tc.release)
 			if err != nil {
 				t.Fatal(err)
 			}
