@@ -5,7 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"flag"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -49,7 +49,7 @@ func TestReleasedFilesNeverChange(t *testing.T) {
 // the plain script differ from what the generator renders now: a template
 // changed without a new release, or the files were not regenerated.
 func TestCommittedFilesAreCurrent(t *testing.T) {
-	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
+	files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,7 +58,7 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 	}
 	// The plain script leaves the node to each database (UnsetNode), as
 	// `sfgen sql` without node flags does.
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}

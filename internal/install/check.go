@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -90,11 +91,11 @@ func Check(ctx context.Context, q catalog.Querier, schema string, l snowflake.La
 // layoutFlag is the --layout flag that names l, "" for Twitter's (the
 // default).
 func layoutFlag(l snowflake.Layout) string {
-	if l == snowflake.Twitter {
+	if l == snowflake.Twitter() {
 		return ""
 	}
-	for _, name := range snowflake.PresetNames() {
-		if p, _ := snowflake.LayoutByName(name); p == l {
+	for _, name := range idkit.PresetNames() {
+		if p, _ := idkit.LayoutByName(name); p == l {
 			return " --layout " + name
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"io/fs"
 	"strings"
 	"testing"
@@ -31,7 +31,7 @@ func TestFirstNodeUndone(t *testing.T) {
 	failed := errors.New("the release line failed")
 	upHook = func(context.Context, *sql.DB, fs.FS, catalog.Schema) (*Result, error) { return nil, failed }
 	defer func() { upHook = up }()
-	if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}); !errors.Is(err, failed) {
+	if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}); !errors.Is(err, failed) {
 		t.Fatalf("Apply = %v; want the release line's error", err)
 	}
 	var left string
@@ -40,7 +40,7 @@ func TestFirstNodeUndone(t *testing.T) {
 		t.Fatalf("after the failed first install, public holds %q (%v); want nothing", left, err)
 	}
 	upHook = up
-	res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	if err != nil || res.Version != sqlgen.Latest {
 		t.Fatalf("Apply again: %+v, %v; want the latest release", res, err)
 	}
@@ -66,7 +66,7 @@ func TestFirstNodeCutShort(t *testing.T) {
 			}
 			defer db.Close()
 			ctx := context.Background()
-			script, err := sqlgen.FirstNode(sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+			script, err := sqlgen.FirstNode(sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +80,7 @@ func TestFirstNodeCutShort(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+			res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 			if err != nil || res.Version != sqlgen.Latest {
 				t.Fatalf("Apply over the node a cut-short install left: %+v, %v; want the latest release", res, err)
 			}
@@ -114,7 +114,7 @@ func TestReleaseThreeNamesOfTheInstaller(t *testing.T) {
 			}
 			defer db.Close()
 			ctx := context.Background()
-			files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+			files, err := sqlgen.Migrations(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestReleaseThreeNamesOfTheInstaller(t *testing.T) {
 			if _, err := db.Exec(own); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+			_, err = Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 			if !errors.Is(err, ErrForeignObject) {
 				t.Fatalf("Apply over release 2 with %q: %v; want ErrForeignObject", own, err)
 			}

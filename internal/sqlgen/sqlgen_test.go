@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -23,12 +23,12 @@ func TestGolden(t *testing.T) {
 		render func(Options) ([]byte, error)
 		opts   Options
 	}{
-		{"script_ids_schema_node_3_7.sql", Script, Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
-		{"migration_ids_schema_node_3_7.sql", Migration, Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
+		{"script_ids_schema_node_3_7.sql", Script, Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
+		{"migration_ids_schema_node_3_7.sql", Migration, Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
 		// The latest release's first install without a node, and its
 		// upgrade from the release before (whose Down puts that one back).
-		{"script_ids_schema_unset_node.sql", Script, Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true}},
-		{"upgrade_ids_schema_to_latest.sql", func(o Options) ([]byte, error) { return Upgrade(o, Latest) }, Options{Layout: snowflake.Twitter, Schema: "ids"}},
+		{"script_ids_schema_unset_node.sql", Script, Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true}},
+		{"upgrade_ids_schema_to_latest.sql", func(o Options) ([]byte, error) { return Upgrade(o, Latest) }, Options{Layout: snowflake.Twitter(), Schema: "ids"}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			got, err := tc.render(tc.opts)
@@ -54,11 +54,11 @@ func TestGolden(t *testing.T) {
 }
 
 func TestRenderShape(t *testing.T) {
-	script, err := Script(Options{Layout: snowflake.Twitter})
+	script, err := Script(Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	install, err := Migration(Options{Layout: snowflake.Twitter})
+	install, err := Migration(Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestRenderShape(t *testing.T) {
 	// takes a schema to.
 	upgrades := map[int][]byte{}
 	for r := 2; r <= Latest; r++ {
-		if upgrades[r], err = Upgrade(Options{Layout: snowflake.Twitter}, r); err != nil {
+		if upgrades[r], err = Upgrade(Options{Layout: snowflake.Twitter()}, r); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -89,12 +89,12 @@ func TestRenderShape(t *testing.T) {
 		}
 	}
 	for _, r := range []int{0, 1, Latest + 1} {
-		if out, err := Upgrade(Options{Layout: snowflake.Twitter}, r); !errors.Is(err, ErrUnknownRelease) || out != nil {
+		if out, err := Upgrade(Options{Layout: snowflake.Twitter()}, r); !errors.Is(err, ErrUnknownRelease) || out != nil {
 			t.Errorf("Upgrade(%d) = %d bytes, %v; want %v", r, len(out), err, ErrUnknownRelease)
 		}
 	}
 	for _, r := range []int{0, Latest + 1} {
-		if out, err := ScriptAt(Options{Layout: snowflake.Twitter}, r); !errors.Is(err, ErrUnknownRelease) || out != nil {
+		if out, err := ScriptAt(Options{Layout: snowflake.Twitter()}, r); !errors.Is(err, ErrUnknownRelease) || out != nil {
 			t.Errorf("ScriptAt(%d) = %d bytes, %v; want %v", r, len(out), err, ErrUnknownRelease)
 		}
 	}
@@ -162,10 +162,10 @@ func TestRenderRejectsBadOptions(t *testing.T) {
 		opts Options
 		want error
 	}{
-		{Options{Layout: snowflake.Twitter, Schema: `x"; DROP TABLE t; --`}, pgident.ErrInvalidSchema},
-		{Options{Layout: snowflake.Twitter, Datacenter: 32}, snowflake.ErrOutOfRange},
-		{Options{Layout: snowflake.Twitter, Machine: -1}, snowflake.ErrOutOfRange},
-		{Options{Layout: snowflake.Twitter, UnsetNode: true, Machine: 1}, ErrNodeAndUnset},
+		{Options{Layout: snowflake.Twitter(), Schema: `x"; DROP TABLE t; --`}, pgident.ErrInvalidSchema},
+		{Options{Layout: snowflake.Twitter(), Datacenter: 32}, snowflake.ErrOutOfRange},
+		{Options{Layout: snowflake.Twitter(), Machine: -1}, snowflake.ErrOutOfRange},
+		{Options{Layout: snowflake.Twitter(), UnsetNode: true, Machine: 1}, ErrNodeAndUnset},
 	} {
 		renders := map[string]func(Options) ([]byte, error){"Script": Script, "Migration": Migration, "Preflight": Preflight}
 		for r := 1; r <= Latest; r++ {
@@ -192,12 +192,12 @@ func FuzzScriptSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		if pgident.ValidateSchema(name) != nil {
 			// "" is refused as a name but means public in Options.
-			if _, err := Script(Options{Layout: snowflake.Twitter, Schema: name}); err == nil && name != "" {
+			if _, err := Script(Options{Layout: snowflake.Twitter(), Schema: name}); err == nil && name != "" {
 				t.Fatalf("Script accepted schema %q that ValidateSchema refuses", name)
 			}
 			return
 		}
-		out, err := Script(Options{Layout: snowflake.Twitter, Schema: name})
+		out, err := Script(Options{Layout: snowflake.Twitter(), Schema: name})
 		if err != nil {
 			t.Fatal(err)
 		}
