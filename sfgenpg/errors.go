@@ -2,10 +2,10 @@ package sfgenpg
 
 import (
 	"errors"
-	"strings"
 
 	"github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 )
 
 // The sentinels of Install, Check and DBError (errors.Is). Each is the
@@ -76,11 +76,12 @@ func schemaError(err error) error {
 // errors.Is finds the sentinel of sfgen's SQL that raised it:
 //
 //	SQLSTATE SF201 (no node set)                ErrNoNode
-//	SQLSTATE 22003 with sfgen's range message   ErrOutOfRange
+//	SQLSTATE 22003 with sfgen's range message   sfgen.ErrOutOfRange
 //	SQLSTATE SF202 (no free node to lease)      ErrNoFreeNode
 //	SQLSTATE SF101, SF102, SF103                ErrForeignObject, ErrLayoutMismatch, ErrNewerRelease
 //	SQLSTATE SF104, SF105 (schema not trusted)  ErrUntrustedSchema
 //
+// (internal/sqlstate holds the table of sfgen's SQLSTATEs.)
 // Its message is err's, and errors.As still finds err's own types (such
 // as *pgconn.PgError). nil stays nil; any other error comes back as it
 // is.
@@ -92,20 +93,8 @@ func DBError(err error) error {
 	if !errors.As(err, &state) {
 		return err
 	}
-	var sentinel error
-	switch code := state.SQLState(); code {
-	case "SF201":
-		sentinel = ErrNoNode
-	case "SF202":
-		sentinel = ErrNoFreeNode
-	case "22003":
-		// PostgreSQL's own 22003 ("integer out of range") is not sfgen's.
-		if strings.Contains(err.Error(), " out of range [") {
-			sentinel = sfgen.ErrOutOfRange
-		}
-	case "SF101", "SF102", "SF103", "SF104", "SF105":
-		sentinel = install.PreflightSentinel(code)
-	}
+	// One table says which SQLSTATE is which sentinel: internal/sqlstate's.
+	sentinel := sqlstate.Public(state.SQLState(), err.Error())
 	if sentinel == nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/leasegen"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 )
 
 // Lease errors.
@@ -30,7 +31,7 @@ var (
 	// any of its sfgen schemas of that layout (release 4), or held by a
 	// lease whose holder stopped renewing it and that the database first
 	// saw expired less than its TTL ago.
-	ErrNoFreeNode = errors.New("no free node to lease")
+	ErrNoFreeNode = sqlstate.ErrNoFreeNode
 	// ErrNoLeases is returned by TakeLease for a schema whose sfgen
 	// release predates leases (release 3), or that has no sfgen install.
 	ErrNoLeases = errors.New("schema has no sfgen node leases")
@@ -167,7 +168,7 @@ func TakeLease(ctx context.Context, db *sql.DB, o LeaseOptions) (*Lease, error) 
 	if err != nil {
 		// pgx's and lib/pq's errors say their SQLSTATE so.
 		var state interface{ SQLState() string }
-		if errors.As(err, &state) && state.SQLState() == "SF202" {
+		if errors.As(err, &state) && state.SQLState() == sqlstate.NoFreeNode {
 			return nil, fmt.Errorf("take a node lease in schema %s: %w: %w", schema, err, ErrNoFreeNode)
 		}
 		return nil, fmt.Errorf("take a node lease in schema %s: %w", schema, err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -21,7 +22,7 @@ var (
 	ErrOlderRelease = errors.New("sfgen release older than this one")
 	// ErrNoNode: the schema has no node set, so snowflake_next_id()
 	// refuses (SQLSTATE SF201).
-	ErrNoNode = errors.New("no node set")
+	ErrNoNode = sqlstate.ErrNoNode
 )
 
 // A StateError is a schema that does not hold what Check asked for: the
