@@ -65,13 +65,8 @@
 // `sfgen verify` checks on a real database that they and this package give
 // the same answers and the same error messages for every input.
 //
-// An application installs and upgrades that SQL itself with [Install]
-// (what `sfgen install` does, into any schema, for any layout), or with
-// [GooseMigration] as one step of its own goose Provider, and checks at
-// startup with [Check] that the database holds this module's [Release]
-// for its layout, with a node. [DBError] turns the errors sfgen's SQL
-// raises (no node set, a value out of range, ...) into this package's
-// sentinels. Every database and schema that makes IDs needs a node of its
-// own: a first install takes the one given, or leaves none, and
-// snowflake_next_id() then refuses ([ErrNoNode]) until one is set.
+// Package sfgen imports the standard library alone. Installing that SQL
+// into PostgreSQL, checking it at startup, leasing nodes and reading the
+// errors sfgen's SQL raises are package
+// github.com/sfgen/sfgen/sfgenpg.
 package sfgen

@@ -2,111 +2,124 @@ package sfgen
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
-
-	"github.com/sfgen/sfgen/internal/install"
 )
 
-// The sentinels of Install, Check and DBError (errors.Is). Each is the
-// one the sfgen command's own install and checks return, so a test of
-// errors.Is holds whichever way a schema was reached.
-var (
-	// ErrNotInstalled: the schema has no sfgen (Check).
-	ErrNotInstalled = install.ErrNotInstalled
-	// ErrOlderRelease: the schema is at an older sfgen release than this
-	// module's, or an older release's plain script ran over it (Check):
-	// upgrade it, with Install or the way it was installed.
-	ErrOlderRelease = install.ErrOlderRelease
-	// ErrNewerRelease: the schema is at a newer sfgen release than this
-	// module's (Check, Install): use a newer module.
-	ErrNewerRelease = install.ErrNewerRelease
-	// ErrLayoutMismatch: the schema holds sfgen for another layout than
-	// the one asked for (Check, Install). A schema keeps the layout it was
-	// installed with.
-	ErrLayoutMismatch = install.ErrLayoutMismatch
-	// ErrNoNode: the schema has no node set (Check), or the database
-	// refused to make an ID for that reason (DBError of SQLSTATE SF201):
-	// give it one with `sfgen node --datacenter N --machine N`.
-	ErrNoNode = install.ErrNoNode
-	// ErrForeignObject: the schema holds objects under sfgen's names that
-	// sfgen did not create, or another role owns (Check, Install).
-	ErrForeignObject = install.ErrForeignObject
-	// ErrUntrustedSchema: roles other than its owner (and superusers)
-	// can create objects in the schema, such as overloads of sfgen's
-	// functions, or it belongs to another role (Check, Install): sfgen
-	// calls no function there.
-	ErrUntrustedSchema = install.ErrUntrustedSchema
-)
+// ErrOutOfRange is the sentinel wrapped by every [RangeError]: a value
+// outside its field's range given to Compose, a negative ID given to
+// Decompose or read by ParseID, Scan or UnmarshalJSON, or a generator
+// whose clock is outside its layout's range.
+var ErrOutOfRange = errors.New("value out of range")
 
-// A SchemaError is a schema that does not hold what Check (or Install)
-// was asked for: which schema, what it holds (release, layout, node),
-// what was asked for, and what fixes it. It wraps one of
-// ErrNotInstalled, ErrLayoutMismatch, ErrOlderRelease, ErrNewerRelease
-// and ErrNoNode; its message ends with Fix.
-type SchemaError struct {
-	Schema  string
-	Release int    // the schema's sfgen release; 0 without sfgen
-	Layout  Layout // the schema's layout; the zero Layout without sfgen
-	Node    *Node  // the schema's node; nil when it has none set
-	Want    Layout // the layout asked for
-	Fix     string // the command or call that fixes it
-	err     *install.StateError
+// ErrSyntax is the sentinel wrapped by every [ParseError]: text that is
+// not a decimal integer in the int64 range, given to ParseID,
+// UnmarshalText, UnmarshalJSON or Scan.
+var ErrSyntax = errors.New("invalid syntax")
+
+// ErrInvalidLayout is the sentinel wrapped by every [LayoutError] and by
+// ErrZeroLayout.
+var ErrInvalidLayout = errors.New("invalid layout")
+
+// ErrZeroLayout is returned by Compose, Decompose, FirstID, LastID,
+// NewGenerator and MarshalText of the zero Layout, and by Next of the
+// zero Generator. It wraps ErrInvalidLayout.
+var ErrZeroLayout = fmt.Errorf("%w: the zero Layout (use Twitter, Discord, NewLayout or ParseLayout)", ErrInvalidLayout)
+
+// ErrNullID is returned by ID.Scan for SQL NULL: a nullable column needs
+// a NullID or a *ID.
+var ErrNullID = errors.New("cannot scan NULL into an ID; use a NullID or *ID for a nullable column")
+
+// A RangeError reports a value outside the range its field accepts, as in
+// "datacenter 32 out of range [0, 31]"; for a timestamp the message also
+// gives the range as UTC times. The SQL that sfgen renders raises the same
+// message (SQLSTATE 22003). It wraps ErrOutOfRange.
+type RangeError struct {
+	Field Field // which field
+	Value int64 // the rejected value
+	Min   int64 // smallest accepted value
+	Max   int64 // largest accepted value
 }
 
-func (e *SchemaError) Error() string { return e.err.Error() }
-
-// Unwrap returns the sentinel that says what is wrong.
-func (e *SchemaError) Unwrap() error { return e.err.Kind }
-
-// schemaError returns err with an *install.StateError in it as a
-// *SchemaError, and any other err as it is.
-func schemaError(err error) error {
-	var se *install.StateError
-	if !errors.As(err, &se) {
-		return err
-	}
-	in := se.Installed
-	return &SchemaError{Schema: in.Schema.Name(), Release: in.Release, Layout: Layout{in.Layout},
-		Node: nodeOf(in), Want: Layout{se.Want}, Fix: se.Fix, err: se}
+// Error returns, for example, "datacenter 32 out of range [0, 31]". For a
+// timestamp the range is also given as UTC times.
+func (e *RangeError) Error() string {
+	return rangeMessage(e.Field, strconv.FormatInt(e.Value, 10), e.Min, e.Max)
 }
 
-// DBError returns err, an error from a database call (database/sql or
-// pgx, or any error with an SQLState() string method), wrapped so that
-// errors.Is finds the sentinel of sfgen's SQL that raised it:
-//
-//	SQLSTATE SF201 (no node set)                ErrNoNode
-//	SQLSTATE 22003 with sfgen's range message   ErrOutOfRange
-//	SQLSTATE SF202 (no free node to lease)      ErrNoFreeNode
-//	SQLSTATE SF101, SF102, SF103                ErrForeignObject, ErrLayoutMismatch, ErrNewerRelease
-//	SQLSTATE SF104, SF105 (schema not trusted)  ErrUntrustedSchema
-//
-// Its message is err's, and errors.As still finds err's own types (such
-// as *pgconn.PgError). nil stays nil; any other error comes back as it
-// is.
-func DBError(err error) error {
-	if err == nil {
-		return nil
+// Unwrap returns ErrOutOfRange.
+func (e *RangeError) Unwrap() error { return ErrOutOfRange }
+
+// rangeMessage formats the message of a [RangeError] for field f whose
+// value is written as value. The SQL that sfgen generates raises the same
+// words, so that Go and PostgreSQL errors read alike.
+func rangeMessage(f Field, value string, min, max int64) string {
+	if f == FieldTimestamp {
+		return fmt.Sprintf("%s %s out of range [%d, %d] (%s to %s)", f, value, min, max, formatMillis(min), formatMillis(max))
 	}
-	var state interface{ SQLState() string }
-	if !errors.As(err, &state) {
-		return err
+	return fmt.Sprintf("%s %s out of range [%d, %d]", f, value, min, max)
+}
+
+// A ParseError reports text that is not an ID, as in `id "abc" is not a
+// decimal integer`: ParseID's input, or the text or JSON given to
+// UnmarshalText, UnmarshalJSON or Scan. It wraps ErrSyntax.
+type ParseError struct {
+	Input  string // the text given
+	Reason string // why it was rejected
+}
+
+// Error returns, for example, `id "abc" is not a decimal integer`.
+func (e *ParseError) Error() string {
+	return fmt.Sprintf("id %q %s", e.Input, e.Reason)
+}
+
+// Unwrap returns ErrSyntax.
+func (e *ParseError) Unwrap() error { return ErrSyntax }
+
+// A LayoutError reports a layout that NewLayout or ParseLayout refuses,
+// naming the part at fault, as in "invalid layout: sequence 32: want 1 to
+// 31 bits: ..." or `invalid layout "epoch=0 timestamp=41": datacenter:
+// missing`. It wraps ErrInvalidLayout.
+type LayoutError struct {
+	// Spec is the text given to ParseLayout; "" from NewLayout.
+	Spec string
+	// Part is what is at fault: "epoch"; a field's width, "timestamp",
+	// "datacenter", "machine" or "sequence"; "widths", their sum; or,
+	// from ParseLayout, a key as written, or "spec" for the text as a
+	// whole.
+	Part string
+	// Value is the value of Part as given, "" when there is none (a
+	// missing key, say).
+	Value string
+	// Reason says what is wrong and what is allowed.
+	Reason string
+}
+
+// Error returns, for example, "invalid layout: sequence 32: want 1 to 31
+// bits ..." or, from ParseLayout, `invalid layout "epoch=0 timestamp=41":
+// datacenter: missing`.
+func (e *LayoutError) Error() string {
+	var b strings.Builder
+	b.WriteString("invalid layout")
+	if e.Spec != "" {
+		b.WriteString(" ")
+		b.WriteString(strconv.Quote(e.Spec))
 	}
-	var sentinel error
-	switch code := state.SQLState(); code {
-	case "SF201":
-		sentinel = ErrNoNode
-	case "SF202":
-		sentinel = ErrNoFreeNode
-	case "22003":
-		// PostgreSQL's own 22003 ("integer out of range") is not sfgen's.
-		if strings.Contains(err.Error(), " out of range [") {
-			sentinel = ErrOutOfRange
+	b.WriteString(": ")
+	b.WriteString(e.Part)
+	if e.Value != "" {
+		b.WriteString(" ")
+		if isCanonicalInteger(e.Value) {
+			b.WriteString(e.Value)
+		} else {
+			b.WriteString(strconv.Quote(e.Value))
 		}
-	case "SF101", "SF102", "SF103", "SF104", "SF105":
-		sentinel = install.PreflightSentinel(code)
 	}
-	if sentinel == nil {
-		return err
-	}
-	return &install.SentinelError{Err: err, Sentinel: sentinel}
+	b.WriteString(": ")
+	b.WriteString(e.Reason)
+	return b.String()
 }
+
+// Unwrap returns ErrInvalidLayout.
+func (e *LayoutError) Unwrap() error { return ErrInvalidLayout }

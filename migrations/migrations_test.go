@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
@@ -55,7 +55,7 @@ func TestReleasedFilesNeverChange(t *testing.T) {
 // and the plain script from the current tree; or when a file is not in
 // sfgen's release line.
 func TestCommittedFilesAreCurrent(t *testing.T) {
-	o := sqlgen.Options{Layout: snowflake.Twitter}
+	o := sqlgen.Options{Layout: snowflake.Twitter()}
 	frozen, err := released.Migrations(o)
 	if err != nil {
 		t.Fatal(err)
@@ -73,7 +73,7 @@ func TestCommittedFilesAreCurrent(t *testing.T) {
 	}
 	// The plain script leaves the node to each database (UnsetNode), as
 	// `sfgen sql` without node flags does.
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,8 +123,8 @@ func TestLatestUpIsTheLastReleased(t *testing.T) {
 		t.Skipf("release %d is not frozen yet (package released ends at %d); this check runs again once it ships", sqlgen.Latest, released.Last)
 	}
 	for _, o := range []sqlgen.Options{
-		{Layout: snowflake.Twitter},
-		{Layout: snowflake.Discord, Schema: "ids"},
+		{Layout: snowflake.Twitter()},
+		{Layout: snowflake.Discord(), Schema: "ids"},
 	} {
 		current, err := sqlgen.Upgrade(o)
 		if err != nil {

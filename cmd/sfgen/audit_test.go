@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // auditDB returns a fresh database with table public.orders (id bigint,
@@ -58,7 +58,7 @@ func TestAuditPlanted(t *testing.T) {
 	for _, c := range []struct {
 		layout string
 		l      snowflake.Layout
-	}{{"twitter", snowflake.Twitter}, {"discord", snowflake.Discord}} {
+	}{{"twitter", snowflake.Twitter()}, {"discord", snowflake.Discord()}} {
 		t.Run(c.layout, func(t *testing.T) {
 			l := c.l
 			now := time.Now()
@@ -118,7 +118,7 @@ func ms(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }
 // TestAuditClean: a clean table exits 0 and says OK; --future-tolerance
 // decides whether an ID 10 minutes ahead is future.
 func TestAuditClean(t *testing.T) {
-	l := snowflake.Twitter
+	l := snowflake.Twitter()
 	dsn, _ := auditDB(t, l, composeAt(t, l, time.Now().Add(-time.Minute), 0, 1), composeAt(t, l, time.Now().Add(-time.Second), 0, 1))
 	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--time-column", "created_at")
 	if code != exitOK || errOut != "" || !strings.Contains(out, "OK: no future or invalid IDs\n") || !strings.Contains(out, "skew      ID time - created_at: |skew| p50 0ms p99 0ms max 0ms") {
@@ -140,7 +140,7 @@ func TestAuditClean(t *testing.T) {
 // "future" from the database's now(), in text and in JSON, not from
 // 1970-01-01.
 func TestAuditEmptyTable(t *testing.T) {
-	dsn, db := auditDB(t, snowflake.Twitter)
+	dsn, db := auditDB(t, snowflake.Twitter())
 	dbNow := func() time.Time {
 		var ms int64
 		if err := db.QueryRow("SELECT floor(date_part('epoch', now()) * 1000)::int8").Scan(&ms); err != nil {
@@ -185,7 +185,7 @@ func TestAuditEmptyTable(t *testing.T) {
 // another type and injection attempts are one line on stderr and exit 2,
 // and the table attacked is still there.
 func TestAuditUsage(t *testing.T) {
-	dsn, db := auditDB(t, snowflake.Twitter)
+	dsn, db := auditDB(t, snowflake.Twitter())
 	if _, err := db.Exec("ALTER TABLE public.orders ADD COLUMN note text"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestShowProgress(t *testing.T) {
 // another layout's schema and a role that may not read the lease table
 // (told so) are not reported as ahead.
 func TestAuditLeaseMarksAhead(t *testing.T) {
-	l := snowflake.Twitter
+	l := snowflake.Twitter()
 	dsn, db := auditDB(t, l, composeAt(t, l, time.Now().Add(-time.Minute), 0, 1))
 	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "0", "--machine", "1"); code != 0 {
 		t.Fatalf("install = %d %s %s", code, out, errOut)

@@ -10,11 +10,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const benchHelp = `

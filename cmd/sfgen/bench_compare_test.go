@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"slices"
 	"strings"
 	"testing"
@@ -32,7 +32,7 @@ CREATE FUNCTION public.bench_pub_id() RETURNS bigint LANGUAGE sql AS $$SELECT 1:
 // that cannot be a bigint DEFAULT fails with exit status 1, naming it.
 func TestBenchCompare(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter()})
 	conn, _ := testSchema(t, dsn)
 	if _, err := conn.Exec(context.Background(), benchPeerSQL); err != nil {
 		t.Fatal(err)

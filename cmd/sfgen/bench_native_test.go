@@ -9,10 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/bench"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -21,14 +21,14 @@ import (
 // is missing when the native one is not there.
 func TestBenchNative(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 5, Machine: 6})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 5, Machine: 6})
 	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--native", "--duration", "200ms")
 	if code != 1 || out != "" || !strings.Contains(errOut, "schema "+schema+" has no native generator") || !strings.Contains(errOut, "sfgen install --native --schema "+schema) || strings.Contains(errOut, "InstallSideBySide") {
 		t.Errorf("bench --native without the native generator = %d, %q, %q", code, out, errOut)
 	}
 
 	nativeHere(t)
-	lib, err := native.Build(context.Background(), serverReadableDir(t), snowflake.Twitter)
+	lib, err := native.Build(context.Background(), serverReadableDir(t), snowflake.Twitter())
 	if err != nil {
 		t.Fatal(err)
 	}

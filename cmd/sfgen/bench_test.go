@@ -2,7 +2,7 @@ package main
 
 import (
 	"encoding/json"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"slices"
 	"strings"
 	"testing"
@@ -14,7 +14,7 @@ import (
 
 func TestBenchOnADatabase(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 5, Machine: 6})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 5, Machine: 6})
 	conn, _ := testSchema(t, dsn)
 	before := pgtest.Relations(t, conn)
 	code, out, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", schema, "--clients", "2", "--duration", "400ms", "--statement-rows", "2000", "--statement-runs", "2", "--json")

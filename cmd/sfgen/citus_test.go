@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/citustest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -94,7 +94,7 @@ func TestNodeCitusFleet(t *testing.T) {
 		t.Fatalf("two workers set to 1/7: exit %d:\n%s", code, out)
 	}
 
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "copied", Datacenter: 1, Machine: 4})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "copied", Datacenter: 1, Machine: 4})
 	if err != nil {
 		t.Fatal(err)
 	}

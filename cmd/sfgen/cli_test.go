@@ -5,7 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -169,13 +169,13 @@ func TestSQLMatchesCommittedScript(t *testing.T) {
 		args []string
 		o    sqlgen.Options
 	}{
-		{nil, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}},
-		{[]string{"--schema", "ids"}, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true}},
+		{nil, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}},
+		{[]string{"--schema", "ids"}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true}},
 		// "" is public, as in every Options (catalog.ParseSchema).
-		{[]string{"--schema", ""}, sqlgen.Options{Layout: snowflake.Twitter, Schema: "public", UnsetNode: true}},
-		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
+		{[]string{"--schema", ""}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "public", UnsetNode: true}},
+		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
 		// One node flag is a node: the other is 0.
-		{[]string{"--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter, Machine: 7}},
+		{[]string{"--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter(), Machine: 7}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"sql"}, tc.args...)...)
 		want, err := sqlgen.Script(tc.o)
@@ -198,7 +198,7 @@ func TestMigrationCommand(t *testing.T) {
 	}
 	got, _ := os.ReadFile(wantPath)
 	// No node flags: a file that sets no node of its own.
-	want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	if !bytes.Equal(got, want) {
 		t.Error("written migration differs from sqlgen.Migration with UnsetNode")
 	}
@@ -220,7 +220,7 @@ func TestMigrationCommand(t *testing.T) {
 // one file from release 1 to the latest, for the schema the existing file
 // names.
 func TestMigrationUpgradesReleaseOne(t *testing.T) {
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}
 	files, err := released.Migrations(o)
 	if err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func TestInstallKeepsTheNode(t *testing.T) {
 	}
 
 	// A schema at release 1 (its script), with a node flag for another node.
-	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 1, Machine: 2}, 1)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "old", Datacenter: 1, Machine: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

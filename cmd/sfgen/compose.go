@@ -7,7 +7,8 @@ import (
 	"io"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 const composeHelp = `
@@ -57,16 +58,16 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 }
 
 // idJSON is the JSON form of one ID, shared by compose, decompose, next
-// and serve's API (snowflake.Breakdown).
-type idJSON snowflake.Breakdown
+// and serve's API (idkit.Breakdown).
+type idJSON idkit.Breakdown
 
 // newIDJSON returns the JSON form of id, whose parts in layout l are p.
 func newIDJSON(l snowflake.Layout, id snowflake.ID, p snowflake.Parts) idJSON {
-	return idJSON(snowflake.NewBreakdown(l, id, p))
+	return idJSON(idkit.NewBreakdown(l, id, p))
 }
 
 // timeFormat is RFC 3339 in UTC with exactly three fractional digits.
-const timeFormat = snowflake.TimeFormat
+const timeFormat = idkit.TimeFormat
 
 func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 	p, err := l.Decompose(id)
@@ -89,7 +90,7 @@ func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 // the segment's value: the layout of the web tool sfgen replaces, plus the
 // decoding it lacked.
 func writeBreakdown(w io.Writer, l snowflake.Layout, id snowflake.ID, p snowflake.Parts, color bool) {
-	segs := l.Segments(id)
+	segs := idkit.Segments(l, id)
 	paint := func(i int, s string) string {
 		if !color {
 			return s

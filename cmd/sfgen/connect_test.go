@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"net"
 	"net/url"
 	"strings"
@@ -309,7 +309,7 @@ func TestInstallIgnoresLookAlikes(t *testing.T) {
 // with the pin off and one check's unnest() unqualified).
 func TestVerifyIgnoresLookAlikes(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter()})
 	m := newMallory(t, dsn)
 	m.as(t, fmt.Sprintf(`CREATE FUNCTION public.unnest(a anyarray) RETURNS SETOF anyelement LANGUAGE plpgsql AS $fn$
 BEGIN
@@ -334,7 +334,7 @@ $fn$`, m.role))
 // it does not.
 func TestBenchIgnoresLookAlikes(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter()})
 	m := newMallory(t, dsn)
 	m.plant(t, "mallory_minus", "a timestamptz, b timestamptz", "interval", "a OPERATOR(pg_catalog.-) b")
 	m.as(t, "CREATE OPERATOR public.- (LEFTARG = timestamptz, RIGHTARG = timestamptz, FUNCTION = public.mallory_minus)")

@@ -10,10 +10,10 @@ import (
 	"strings"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/convert"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const convertHelp = `

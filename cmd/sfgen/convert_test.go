@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/convert"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -53,7 +53,7 @@ func newConvEnv(t *testing.T, dc, m int64) *convEnv {
 		t.Fatal(err)
 	}
 	e.exec(e.super, "GRANT CREATE ON DATABASE "+pgx.Identifier{database}.Sanitize()+" TO "+role)
-	if _, err := install.Apply(context.Background(), e.app, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: dc, Machine: m}); err != nil {
+	if _, err := install.Apply(context.Background(), e.app, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: dc, Machine: m}); err != nil {
 		t.Fatalf("install as %s: %v", role, err)
 	}
 	e.exec(e.app, "CREATE SCHEMA app")
@@ -420,7 +420,7 @@ func TestConvertRefusals(t *testing.T) {
 	e.exec(e.app, `INSERT INTO app.t (n, s, x) VALUES (1, 'a', 1)`)
 	e.exec(e.app, `CREATE TABLE app.nopk (id bigint)`)
 	e.exec(e.app, `CREATE TABLE app.ahead (id bigint PRIMARY KEY DEFAULT nextval('app.t_id_seq'))`)
-	future, _ := snowflake.Twitter.Compose(e.nowMs()+3_600_000, 0, 0, 0)
+	future, _ := snowflake.Twitter().Compose(e.nowMs()+3_600_000, 0, 0, 0)
 	e.exec(e.app, `INSERT INTO app.ahead VALUES ($1)`, int64(future))
 	e.exec(e.app, `CREATE TABLE app.parted (id int PRIMARY KEY) PARTITION BY RANGE (id)`)
 	e.exec(e.app, `CREATE TABLE app.part1 PARTITION OF app.parted FOR VALUES FROM (0) TO (100)`)
@@ -434,7 +434,7 @@ func TestConvertRefusals(t *testing.T) {
 	e.exec(e.app, `CREATE TABLE app.derived () INHERITS (app.base)`)
 	e.exec(e.app, `CREATE TABLE app.p2 (id serial PRIMARY KEY)`)
 	e.exec(e.super, `CREATE TABLE app.c2 (p integer REFERENCES app.p2 (id))`)
-	script3, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "old", Datacenter: 12, Machine: 12}, 3)
+	script3, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "old", Datacenter: 12, Machine: 12}, 3)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -447,14 +447,14 @@ func TestConvertRefusals(t *testing.T) {
 	// Schemas: one without sfgen, one without a node, one other roles may
 	// create in, one whose sfgen is another role's.
 	e.exec(e.app, `CREATE SCHEMA empty`)
-	if _, err := install.Apply(context.Background(), e.app, sqlgen.Options{Layout: snowflake.Twitter, Schema: "nonode", UnsetNode: true}); err != nil {
+	if _, err := install.Apply(context.Background(), e.app, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "nonode", UnsetNode: true}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := install.Apply(context.Background(), e.app, sqlgen.Options{Layout: snowflake.Twitter, Schema: "open", Datacenter: 9, Machine: 9}); err != nil {
+	if _, err := install.Apply(context.Background(), e.app, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "open", Datacenter: 9, Machine: 9}); err != nil {
 		t.Fatal(err)
 	}
 	e.exec(e.app, `GRANT CREATE ON SCHEMA open TO PUBLIC`)
-	if _, err := install.Apply(context.Background(), e.super, sqlgen.Options{Layout: snowflake.Twitter, Schema: "admins", Datacenter: 8, Machine: 8}); err != nil {
+	if _, err := install.Apply(context.Background(), e.super, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "admins", Datacenter: 8, Machine: 8}); err != nil {
 		t.Fatal(err)
 	}
 	e.exec(e.super, `GRANT USAGE ON SCHEMA admins TO `+e.role)
@@ -513,7 +513,7 @@ func TestConvertScriptChecksWhereItRuns(t *testing.T) {
 		t.Fatalf("--dry-run: exit %d, %q", code, errOut)
 	}
 	before := e.state("orders.id")
-	future, _ := snowflake.Twitter.Compose(e.nowMs()+3_600_000, 7, 7, 0)
+	future, _ := snowflake.Twitter().Compose(e.nowMs()+3_600_000, 7, 7, 0)
 	e.exec(e.app, `INSERT INTO app.orders VALUES ($1)`, int64(future))
 	tx, err := e.app.Begin()
 	if err != nil {

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"os"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 

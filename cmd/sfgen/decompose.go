@@ -4,7 +4,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 const decomposeHelp = `

@@ -10,9 +10,10 @@ import (
 	"strconv"
 	"strings"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // A cli holds what one subcommand needs: its name, flag set and streams.
@@ -164,7 +165,7 @@ type intFlag struct {
 	// (a snowflake field's, which for a timestamp also gives its times).
 	outOfRange func(value string) string
 	// times, if set, also reads an RFC 3339 time as its Unix millisecond
-	// (a snowflake timestamp, snowflake.ParseTime), and words the message
+	// (a snowflake timestamp, idkit.ParseTime), and words the message
 	// for a value that is neither.
 	times *snowflake.Layout
 
@@ -194,12 +195,12 @@ func (f *intFlag) check() error {
 		return nil
 	}
 	if _, ok := f.val.SetString(f.text, 10); !ok {
-		ms, isTime := snowflake.ParseTime(f.text)
+		ms, isTime := idkit.ParseTime(f.text)
 		switch {
 		case f.times != nil && isTime:
 			f.val.SetInt64(ms)
 		case f.times != nil:
-			return errors.New(snowflake.TimestampSyntaxMessage(*f.times, f.text))
+			return errors.New(idkit.TimestampSyntaxMessage(*f.times, f.text))
 		default:
 			return fmt.Errorf("%s %q is not a whole number; want an integer in [%s, %s]", f.name, f.text, f.min, f.max)
 		}
@@ -249,7 +250,7 @@ func (c *cli) uint64Var(name, usage, def string) *intFlag {
 func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def string) *intFlag {
 	lo, hi := l.Min(fld), l.Max(fld)
 	f := c.newInt(fld.String(), usage, big.NewInt(lo), big.NewInt(hi), new(big.Int), def)
-	f.outOfRange = func(v string) string { return snowflake.RangeMessage(fld, v, lo, hi) }
+	f.outOfRange = func(v string) string { return idkit.RangeMessage(fld, v, lo, hi) }
 	if fld == snowflake.FieldTimestamp {
 		f.times = &l
 	}
@@ -357,7 +358,7 @@ func (f *layoutFlag) Set(s string) error {
 
 // layoutUsage is --layout's help.
 var layoutUsage = fmt.Sprintf("ID layout `NAME|SPEC`: %s, or a spec as snowflake_layout() returns it, %q",
-	strings.Join(snowflake.PresetNames(), ", "), snowflake.Twitter.String())
+	strings.Join(idkit.PresetNames(), ", "), snowflake.Twitter().String())
 
 // layoutVar defines --layout and reads its value from args before any
 // other flag is defined, so that the flags defined after it (the node and
@@ -366,7 +367,7 @@ var layoutUsage = fmt.Sprintf("ID layout `NAME|SPEC`: %s, or a spec as snowflake
 // the layout at fault, its value and what is allowed. The last --layout in
 // args counts, as package flag's parse would have it.
 func (c *cli) layoutVar(args []string) (f *layoutFlag, code int, done bool) {
-	f = &layoutFlag{layout: snowflake.Twitter}
+	f = &layoutFlag{layout: snowflake.Twitter()}
 	c.fs.Var(f, "layout", layoutUsage)
 	value, given := "", false
 	for i := 0; i < len(args); i++ {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // TestIntFlag parses one command line with an int64, a uint64 and a
@@ -37,7 +37,7 @@ func TestIntFlag(t *testing.T) {
 		c := newCLI("test", "sfgen test", &out, &errOut)
 		n := c.intVar("n", "`N`", 5, 1, 10)
 		seed := c.uint64Var("seed", "`S`", "random")
-		m := c.fieldVar(snowflake.Twitter, snowflake.FieldMachine, "`N`", "")
+		m := c.fieldVar(snowflake.Twitter(), snowflake.FieldMachine, "`N`", "")
 		_, code, done := c.parse(tc.args)
 		if tc.err != "" {
 			if code != exitUsage || !done || errOut.String() != "sfgen test: "+tc.err+"\n" {

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -127,7 +127,7 @@ func TestGooseCommandUpgradesReleaseOne(t *testing.T) {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 2, Machine: 9})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 2, Machine: 9})
 	if err != nil {
 		t.Fatal(err)
 	}

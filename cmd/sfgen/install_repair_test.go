@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -20,7 +20,7 @@ func TestInstallRepairsAnOlderScript(t *testing.T) {
 	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--datacenter", "1", "--machine", "1"); code != 0 {
 		t.Fatalf("install = %d %s %s", code, out, errOut)
 	}
-	old, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1}, 1)
+	old, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}

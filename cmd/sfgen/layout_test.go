@@ -19,9 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/migrationdir"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -29,7 +29,7 @@ import (
 // customSpec is a layout of neither preset: 4 datacenter and 6 machine bits.
 const customSpec = "epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12"
 
-var discordSpec = snowflake.Discord.String()
+var discordSpec = snowflake.Discord().String()
 
 // discordID is Discord's documented example: 2016-04-30T11:18:25.796Z,
 // worker 1, process 0, increment 7.
@@ -120,7 +120,7 @@ func TestDecomposeDiscord(t *testing.T) {
 	}
 	// Without --layout the same ID is Twitter's.
 	_, out, _ := sfgen(t, "decompose", discordID, "--json")
-	if !strings.Contains(out, `"timestamp_ms":1330779680453,`) || !strings.Contains(out, `"layout":"`+snowflake.Twitter.String()+`"`) {
+	if !strings.Contains(out, `"timestamp_ms":1330779680453,`) || !strings.Contains(out, `"layout":"`+snowflake.Twitter().String()+`"`) {
 		t.Errorf("decompose without --layout = %q; want Twitter's reading", out)
 	}
 }
@@ -186,7 +186,7 @@ func TestSQLDiscordInDatabase(t *testing.T) {
 func TestLayoutsSideBySide(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	layouts := []struct{ schema, flag, spec, name string }{
-		{"public", "twitter", snowflake.Twitter.String(), "twitter"},
+		{"public", "twitter", snowflake.Twitter().String(), "twitter"},
 		{"discord", "discord", discordSpec, "discord"},
 		{"custom", customSpec, customSpec, customSpec},
 	}
@@ -223,18 +223,18 @@ func TestLayoutsSideBySide(t *testing.T) {
 		want string
 	}{
 		{[]string{"verify", "--schema", "discord", "--layout", "twitter"}, exitFail,
-			"sfgen verify: schema discord was generated for layout discord (" + discordSpec + "), not --layout twitter (" + snowflake.Twitter.String() + "); leave --layout out to check the layout the schema records"},
+			"sfgen verify: schema discord was generated for layout discord (" + discordSpec + "), not --layout twitter (" + snowflake.Twitter().String() + "); leave --layout out to check the layout the schema records"},
 		{[]string{"verify", "--schema", "public", "--layout", customSpec}, exitFail,
-			"sfgen verify: schema public was generated for layout twitter (" + snowflake.Twitter.String() + "), not --layout " + customSpec + "; leave --layout out to check the layout the schema records"},
+			"sfgen verify: schema public was generated for layout twitter (" + snowflake.Twitter().String() + "), not --layout " + customSpec + "; leave --layout out to check the layout the schema records"},
 		{[]string{"install", "--schema", "discord", "--layout", "twitter"}, exitFail,
-			`sfgen install: schema discord holds sfgen for layout discord (` + discordSpec + `), not --layout twitter (` + snowflake.Twitter.String() + `); give --layout "discord" for this schema, or install into another one`},
+			`sfgen install: schema discord holds sfgen for layout discord (` + discordSpec + `), not --layout twitter (` + snowflake.Twitter().String() + `); give --layout "discord" for this schema, or install into another one`},
 		{[]string{"bench", "--schema", "custom", "--layout", "discord"}, exitFail,
 			"sfgen bench: schema custom was generated for layout " + customSpec + ", not --layout discord (" + discordSpec + ")"},
 		// node takes its ranges from the schema's layout.
 		{[]string{"node", "--schema", "custom", "--datacenter", "16"}, exitUsage,
 			"sfgen node: datacenter 16 out of range [0, 15] in schema custom's layout, " + customSpec},
 		{[]string{"node", "--schema", "public", "--machine", "32"}, exitUsage,
-			"sfgen node: machine 32 out of range [0, 31] in schema public's layout, twitter (" + snowflake.Twitter.String() + ")"},
+			"sfgen node: machine 32 out of range [0, 31] in schema public's layout, twitter (" + snowflake.Twitter().String() + ")"},
 	} {
 		code, out, errOut := sfgen(t, append(tc.args, "--dsn", dsn)...)
 		if code != tc.code || out != "" || errOut != tc.want+"\n" {
@@ -273,7 +273,7 @@ func TestMigrationLayout(t *testing.T) {
 	}
 	got, _ := os.ReadFile(path)
 	// No node flags: a file that sets no node of its own.
-	if want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Discord, UnsetNode: true}); !bytes.Equal(got, want) {
+	if want, _ := sqlgen.Migration(sqlgen.Options{Layout: snowflake.Discord(), UnsetNode: true}); !bytes.Equal(got, want) {
 		t.Error("the migration differs from sqlgen.Migration for the Discord layout with UnsetNode")
 	}
 	found, err := migrationdir.Find(dir)
@@ -341,7 +341,7 @@ func TestVerifyThrowawayLayout(t *testing.T) {
 // pass reads that millisecond in next's layout (in Twitter's, a Discord ID
 // of now is years in the past, and the wait would end at once).
 func TestWaitPastLayout(t *testing.T) {
-	for _, l := range []snowflake.Layout{snowflake.Twitter, snowflake.Discord} {
+	for _, l := range []snowflake.Layout{snowflake.Twitter(), snowflake.Discord()} {
 		ms := time.Now().UnixMilli() + 2
 		id, err := l.Compose(ms, 0, 0, 0)
 		if err != nil {

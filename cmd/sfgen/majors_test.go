@@ -15,10 +15,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/pgmajor"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/migrations"
 )
@@ -113,7 +113,7 @@ func TestUnsupportedMajorRefused(t *testing.T) {
 	}
 
 	db := testDB(t, dsn)
-	_, err := install.Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: "lib"})
+	_, err := install.Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "lib"})
 	var me *pgmajor.Error
 	if !errors.Is(err, install.ErrUnsupportedServer) || !errors.As(err, &me) || me.Major >= pgmajor.Oldest || err.Error() != refusal {
 		t.Errorf("install.Apply: %v; want %q, wrapping ErrUnsupportedServer", err, refusal)
@@ -135,7 +135,7 @@ func TestUnsupportedMajorRefused(t *testing.T) {
 func TestUnsupportedMajorUsersTools(t *testing.T) {
 	ctx := context.Background()
 	script := func(t *testing.T, dsn string) error {
-		b, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "public"})
+		b, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "public"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/migrationdir"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -229,7 +229,7 @@ func TestMigrationNativeOtherLayout(t *testing.T) {
 	discordLib := strings.TrimSpace(out)
 	for _, optional := range []bool{false, true} {
 		dir := t.TempDir()
-		files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
+		files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -237,7 +237,7 @@ func TestMigrationNativeOtherLayout(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(dir, last.Name), last.SQL, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		up, err := native.MigrationUp(native.MigrationOptions{Schema: "public", Layout: snowflake.Twitter, Release: sqlgen.Latest, Library: discordLib, Optional: optional})
+		up, err := native.MigrationUp(native.MigrationOptions{Schema: "public", Layout: snowflake.Twitter(), Release: sqlgen.Latest, Library: discordLib, Optional: optional})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -264,7 +264,7 @@ func TestMigrationNativeOtherLayout(t *testing.T) {
 // second apart, in order, however fast the run.
 func TestMigrationVersionsOfOneRun(t *testing.T) {
 	dir := t.TempDir()
-	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestMigrationNativeAcrossUpgrade(t *testing.T) {
 	}
 	lib := strings.TrimSpace(out)
 	dir := t.TempDir()
-	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,11 +314,11 @@ func TestMigrationNativeAcrossUpgrade(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	gen, err := released.Generator(sqlgen.Options{Layout: snowflake.Twitter}, first)
+	gen, err := released.Generator(sqlgen.Options{Layout: snowflake.Twitter()}, first)
 	if err != nil {
 		t.Fatal(err)
 	}
-	sw, err := native.MigrationFile(native.MigrationOptions{Schema: "public", Layout: snowflake.Twitter, Release: first, Library: lib}, gen)
+	sw, err := native.MigrationFile(native.MigrationOptions{Schema: "public", Layout: snowflake.Twitter(), Release: first, Library: lib}, gen)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -455,14 +455,14 @@ func TestBuildNative(t *testing.T) {
 	dir := serverReadableDir(t)
 	code, out, errOut = sfgen(t, "build-native", "--native-dir", dir, "--layout", "discord", "--json")
 	var got struct{ Library, Layout string }
-	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Layout != snowflake.Discord.String() ||
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || got.Layout != snowflake.Discord().String() ||
 		!strings.HasPrefix(got.Library, dir+"/sfgen-") || !strings.HasSuffix(got.Library, "/"+native.Library) {
 		t.Fatalf("build-native --json = %d, %q (%v), %q", code, out, err, errOut)
 	}
 	if _, err := os.Stat(got.Library); err != nil {
 		t.Errorf("the library it names: %v", err)
 	}
-	if b, err := os.ReadFile(filepath.Join(dir, native.PortableName(snowflake.Discord)+".so")); err != nil || !sameFileBytes(t, got.Library, b) {
+	if b, err := os.ReadFile(filepath.Join(dir, native.PortableName(snowflake.Discord())+".so")); err != nil || !sameFileBytes(t, got.Library, b) {
 		t.Errorf("no copy of the library under its portable name in %s: %v", dir, err)
 	}
 
@@ -479,7 +479,7 @@ func TestBuildNative(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut = sfgen(t, "build-native", "--pg-config", pgConfig)
-	if want := filepath.Join(libdir, native.PortableName(snowflake.Twitter)+".so"); code != 0 || out != want+"\n" {
+	if want := filepath.Join(libdir, native.PortableName(snowflake.Twitter())+".so"); code != 0 || out != want+"\n" {
 		t.Fatalf("build-native into $libdir = %d, %q, %q; want %s", code, out, errOut, want)
 	}
 	if entries, _ := os.ReadDir(libdir); len(entries) != 1 {

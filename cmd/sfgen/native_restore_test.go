@@ -18,10 +18,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -395,7 +395,7 @@ func TestNativePortableName(t *testing.T) {
 	nativeHere(t)
 	srcDir, dstDir := serverReadableDir(t), serverReadableDir(t)
 	src, _, ids := nativeSource(t, pgcluster.WithSetting("dynamic_library_path", "$libdir:"+srcDir))
-	portable := native.PortableName(snowflake.Twitter)
+	portable := native.PortableName(snowflake.Twitter())
 	// nativeSource built under a directory not in the path: the C
 	// function names that file. Under srcDir, in the path: the portable
 	// name.
@@ -451,11 +451,11 @@ func TestNativePortableName(t *testing.T) {
 // ends with the wrapper over the same library, the old C function gone.
 func TestNativeOldShapeAcrossUpgrade(t *testing.T) {
 	nativeHere(t)
-	lib, err := native.Build(context.Background(), serverReadableDir(t), snowflake.Twitter)
+	lib, err := native.Build(context.Background(), serverReadableDir(t), snowflake.Twitter())
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

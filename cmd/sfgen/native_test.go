@@ -9,10 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -133,7 +133,7 @@ func TestInstallNativeAcrossUpgrade(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestInstallNativeAcrossUpgrade(t *testing.T) {
 		}
 	}
 	dir := serverReadableDir(t)
-	lib, err := native.Build(context.Background(), dir, snowflake.Twitter)
+	lib, err := native.Build(context.Background(), dir, snowflake.Twitter())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestInstallNativeOverEarlierProtocol(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,9 +10,9 @@ import (
 	"strconv"
 	"time"
 
-	lib "github.com/sfgen/sfgen" // the public library; sfgen names a test helper here
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/sfgenpg"
 )
 
 // maxCount is the largest --count next accepts: about 2.5 seconds of IDs
@@ -35,7 +35,7 @@ after another for the same node do not repeat IDs; runs at the same time
 must use different nodes.
 
 With --dsn, next leases its node from the database instead (the Go
-library's sfgen.TakeLease): the schema (public unless --schema says
+library's sfgenpg.TakeLease): the schema (public unless --schema says
 otherwise, at sfgen release 3 or later) hands out a node of its layout that
 no live lease, no reservation and no schema of that database holds, with a
 high-water mark that its IDs start above; the lease is renewed while next
@@ -69,7 +69,7 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	asJSON := c.fs.Bool("json", false, "print one JSON object a line instead of the bare ID")
 	dsn := c.fs.String("dsn", "", "lease the node from the database at `URL` (see above)")
 	schema := c.schemaVar("with --dsn: lease from schema `NAME`")
-	ttl := c.fs.Duration("lease-ttl", lib.DefaultLeaseTTL, "with --dsn: the lease's TTL `D`, from 1s to 24h")
+	ttl := c.fs.Duration("lease-ttl", sfgenpg.DefaultLeaseTTL, "with --dsn: the lease's TTL `D`, from 1s to 24h")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -164,7 +164,7 @@ func waitPast(l snowflake.Layout, id snowflake.ID) {
 
 // A leased is a node lease taken for next, as a source of internal IDs.
 type leased struct {
-	*lib.Lease
+	*sfgenpg.Lease
 	layout snowflake.Layout
 	db     *sql.DB
 }
@@ -188,7 +188,7 @@ func (c *cli) takeLease(ctx context.Context, dsn, schema string, ttl time.Durati
 	if err != nil {
 		return leased{}, c.connectError(err), false
 	}
-	lease, err := lib.TakeLease(ctx, db, lib.LeaseOptions{Schema: schema, TTL: ttl})
+	lease, err := sfgenpg.TakeLease(ctx, db, sfgenpg.LeaseOptions{Schema: schema, TTL: ttl})
 	if err != nil {
 		db.Close()
 		return leased{}, c.fail("%s", redactErr(err, dsn)), false

@@ -13,10 +13,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 const nodeHelp = `
@@ -105,7 +106,7 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		machine:    c.intVar(snowflake.FieldMachine.String(), "", 0, 0, math.MaxInt32),
 	}
 	for _, fld := range []snowflake.Field{snowflake.FieldDatacenter, snowflake.FieldMachine} {
-		c.fs.Lookup(fld.String()).Usage = fmt.Sprintf("set the %s to `N` (in the range of the schema's layout: 0 to %d in Twitter's and Discord's)", fld, snowflake.Twitter.Max(fld))
+		c.fs.Lookup(fld.String()).Usage = fmt.Sprintf("set the %s to `N` (in the range of the schema's layout: 0 to %d in Twitter's and Discord's)", fld, snowflake.Twitter().Max(fld))
 	}
 	if code, done := c.parseFlags(args); done {
 		return code
@@ -176,7 +177,7 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		flag *intFlag
 	}{{snowflake.FieldDatacenter, node.datacenter}, {snowflake.FieldMachine, node.machine}} {
 		if lo, hi := in.Layout.Min(f.fld), in.Layout.Max(f.fld); f.flag.set && (f.flag.Int64() < lo || f.flag.Int64() > hi) {
-			return c.usageError("%s in schema %s's layout, %s", snowflake.RangeMessage(f.fld, f.flag.val.String(), lo, hi), schema, describeLayout(in.Layout))
+			return c.usageError("%s in schema %s's layout, %s", idkit.RangeMessage(f.fld, f.flag.val.String(), lo, hi), schema, describeLayout(in.Layout))
 		}
 	}
 	where := fmt.Sprintf("(schema %s, sfgen release %d, layout %s)", schema, release, layoutArg(in.Layout))

@@ -12,10 +12,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/connect"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -44,7 +45,7 @@ func oneLine(t *testing.T, s string) {
 
 func TestNodeShowAndSet(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 2, Machine: 4})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 2, Machine: 4})
 	where := fmt.Sprintf(" (schema %s, sfgen release %d, layout twitter)\n", schema, sqlgen.Latest)
 	for _, tc := range []struct {
 		args []string
@@ -79,7 +80,7 @@ func TestNodeShowAndSet(t *testing.T) {
 // naming the owner.
 func TestNodeNeedsTheOwner(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter()})
 	conn, _ := testSchema(t, dsn)
 	ctx := context.Background()
 	var owner string
@@ -177,7 +178,7 @@ func TestNodeHelp(t *testing.T) {
 func TestNodeSaysTheRelease(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
-	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 1, Machine: 2}, 1)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 1, Machine: 2}, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,13 +207,13 @@ func nodeName(t *testing.T, dsn string) string {
 // shares a node in one layout, 0 otherwise. Schemas of different layouts
 // are not compared, and a database without sfgen gets a line of its own.
 func TestNodeFleet(t *testing.T) {
-	discord, _ := snowflake.LayoutByName("discord")
+	discord, _ := idkit.LayoutByName("discord")
 	type db struct {
 		o    *sqlgen.Options // nil: no sfgen
 		line string          // after the name, as listed
 	}
 	tw := func(dc, m int64) db {
-		return db{&sqlgen.Options{Layout: snowflake.Twitter, Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release %d", dc, m, sqlgen.Latest)}
+		return db{&sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: dc, Machine: m}, fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release %d", dc, m, sqlgen.Latest)}
 	}
 	for _, tc := range []struct {
 		name   string
@@ -265,8 +266,8 @@ func TestNodeFleet(t *testing.T) {
 // and schema (every schema in every database), the shared pairs.
 func TestNodeFleetJSON(t *testing.T) {
 	a, b := pgtest.DSN(t), pgtest.DSN(t)
-	schema := installSchema(t, a, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4})
-	installSchema(t, b, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4})
+	schema := installSchema(t, a, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 3, Machine: 4})
+	installSchema(t, b, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 3, Machine: 4})
 	code, out, errOut := sfgen(t, "node", "--dsn", a, "--dsn", b, "--schema", schema, "--schema", "public", "--json")
 	var got struct {
 		OK      bool `json:"ok"`
@@ -325,7 +326,7 @@ func TestNodeFleetClone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 5, Machine: 6})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 5, Machine: 6})
 	if err == nil {
 		_, err = conn.Exec(ctx, string(script))
 	}
@@ -393,7 +394,7 @@ func nodeNameParts(t *testing.T, dsn string) (db, clone string) {
 // no password shows, of a database read or not.
 func TestNodeFleetErrors(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	_, appDSN := pgtest.LoginRole(t, dsn, "app", "")
 	u, err := url.Parse(appDSN)
 	if err != nil {
@@ -474,7 +475,7 @@ func TestInstallRefusesAHeldNode(t *testing.T) {
 // row whose high-water mark is ahead of the database's clock.
 func TestNodeFleetLeases(t *testing.T) {
 	a, b := pgtest.DSN(t), pgtest.DSN(t)
-	sa := installSchema(t, a, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 0, Machine: 0})
+	sa := installSchema(t, a, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 0, Machine: 0})
 	conn, err := pgx.Connect(context.Background(), a)
 	if err != nil {
 		t.Fatal(err)
@@ -496,7 +497,7 @@ func TestNodeFleetLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The same schema name in the other database, with the leased node.
-	sb := installSchema(t, b, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: dc, Machine: m}) // the same name, from the test's
+	sb := installSchema(t, b, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: dc, Machine: m}) // the same name, from the test's
 	code, out, errOut := sfgen(t, "node", "--dsn", a, "--dsn", b, "--schema", sa)
 	for _, want := range []string{
 		fmt.Sprintf("  leased: datacenter %d, machine %d, to orders-api\n", dc, m),

@@ -22,8 +22,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -86,7 +86,7 @@ func wantNode(t *testing.T, what string, ids []snowflake.ID, datacenter, machine
 		t.Errorf("%s: no IDs", what)
 	}
 	for _, id := range ids {
-		p, err := snowflake.Twitter.Decompose(id)
+		p, err := snowflake.Twitter().Decompose(id)
 		if err != nil || p.Datacenter != datacenter || p.Machine != machine {
 			t.Errorf("%s: ID %d decodes to %+v, %v; want datacenter %d, machine %d", what, id, p, err, datacenter, machine)
 			return
@@ -302,7 +302,7 @@ func TestMigrationWithoutNode(t *testing.T) {
 // node`, which sets it; install does not set a node over one nobody chose.
 func TestInstallOverUnsetNode(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema, "--datacenter", "1", "--machine", "1")
 	want := "sfgen install: schema " + schema + " already has sfgen, with no node set, and install keeps a schema's node; set it with 'sfgen node --schema " + schema + " --datacenter N --machine N'\n"
 	if code != 2 || out != "" || errOut != want {
@@ -324,7 +324,7 @@ func TestNodeFleetUnset(t *testing.T) {
 	setLine := func(dc, m int64) string {
 		return fmt.Sprintf("datacenter %d, machine %d, layout twitter, sfgen release %d", dc, m, sqlgen.Latest)
 	}
-	unset := sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}
+	unset := sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}
 	for _, tc := range []struct {
 		name   string
 		dbs    []sqlgen.Options
@@ -332,8 +332,8 @@ func TestNodeFleetUnset(t *testing.T) {
 		shared [][2]int
 	}{
 		{"two unset", []sqlgen.Options{unset, unset}, 0, nil},
-		{"unset beside 0/0", []sqlgen.Options{unset, {Layout: snowflake.Twitter}, unset}, 0, nil},
-		{"unset beside a shared pair", []sqlgen.Options{unset, {Layout: snowflake.Twitter, Datacenter: 1, Machine: 1}, unset, {Layout: snowflake.Twitter, Datacenter: 1, Machine: 1}}, 1, [][2]int{{1, 3}}},
+		{"unset beside 0/0", []sqlgen.Options{unset, {Layout: snowflake.Twitter()}, unset}, 0, nil},
+		{"unset beside a shared pair", []sqlgen.Options{unset, {Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1}, unset, {Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1}}, 1, [][2]int{{1, 3}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			args := []string{"node"}

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/serve"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // TestServeAPIMatchesCLI runs the CLI's run() and serve's handler on the
@@ -188,7 +188,7 @@ func flagValue(args []string, flag string) string {
 // TestServeAPINowMatchesCLI compares a composition without a timestamp:
 // both read the clock, so the API's timestamp lies between two CLI runs'.
 func TestServeAPINowMatchesCLI(t *testing.T) {
-	h := serve.Handler(serve.Options{Layout: snowflake.Twitter})
+	h := serve.Handler(serve.Options{Layout: snowflake.Twitter()})
 	type idJSONFields struct {
 		ID          string `json:"id"`
 		TimestampMS int64  `json:"timestamp_ms"`

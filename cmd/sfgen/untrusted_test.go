@@ -8,9 +8,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -23,7 +23,7 @@ import (
 // overload and the fix, and mallory stays what it was.
 func TestSetNodeOverloadAttack(t *testing.T) {
 	dsn := pgtest.DSN(t)
-	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	mallory := pgtest.Role(t, dsn, "mallory", "NOLOGIN")
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, dsn)
@@ -117,7 +117,7 @@ func TestCommandsRefuseOverloads(t *testing.T) {
 		{"a default", "", "x integer DEFAULT 0"},
 	} {
 		t.Run(variant.name, func(t *testing.T) {
-			schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+			schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 			exec("GRANT USAGE, CREATE ON SCHEMA " + schema + " TO " + mallory)
 			exec("SET ROLE " + mallory)
 			var planted []string

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"strings"
 	"testing"
 
@@ -57,7 +57,7 @@ func TestVerifyGeneratorAhead(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dsn := pgtest.DSN(t)
-			schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter})
+			schema := installSchema(t, dsn, sqlgen.Options{Layout: snowflake.Twitter()})
 			conn, _ := testSchema(t, dsn)
 			if _, err := conn.Exec(ctx, "SELECT pg_catalog.setval('"+schema+".snowflake_state', (pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 60000) << 12)"); err != nil {
 				t.Fatal(err)

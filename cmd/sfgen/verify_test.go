@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"os"
 	"strings"
 	"testing"
@@ -62,7 +62,7 @@ func testSchema(t *testing.T, dsn string) (*pgx.Conn, string) {
 func TestVerifyCatchesBrokenFunctions(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,7 +120,7 @@ func TestVerifyFlagsAnOlderRelease(t *testing.T) {
 	}
 	steps = append(steps, step{sqlgen.Latest, 0, []string{fmt.Sprintf("release        %d, this sfgen's", sqlgen.Latest), "ok: PostgreSQL and Go agree on every input"}})
 	for _, step := range steps {
-		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, step.release)
+		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}, step.release)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -157,7 +157,7 @@ func TestVerifyOlderReleaseWithBrokenGenerator(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
 	older := sqlgen.Latest - 1
-	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 1, Machine: 1}, older)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 1, Machine: 1}, older)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestVerifyFlagsAnOlderScriptOverALaterRelease(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	conn, schema := testSchema(t, dsn)
 	for _, release := range []int{2, 1} {
-		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
+		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}, release)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,7 +230,7 @@ func TestVerifyFlagsAnOlderScriptOverALaterRelease(t *testing.T) {
 	if want := "FAIL: schema " + schema + " says sfgen release 2, but an older release's plain script has replaced 10 of its functions (" + schema + ".snowflake_compose(bigint,integer,integer,integer), "; code != 1 || !strings.Contains(out, want) {
 		t.Errorf("verify over a mix = %d; want 1 and %q in\n%s", code, want, out)
 	}
-	script, _ := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	script, _ := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
 		t.Fatal(err)
 	}

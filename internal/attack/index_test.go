@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -32,7 +32,7 @@ type indexSetup struct {
 func attackIndex(t *testing.T, e *env, release int, c indexSetup) (bool, string) {
 	t.Helper()
 	ctx := context.Background()
-	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter()})
 	e.exec(`CREATE TABLE public.t (
     id bigint PRIMARY KEY,
     ts timestamptz GENERATED ALWAYS AS (public.snowflake_timestamp(id)) STORED);

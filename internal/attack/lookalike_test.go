@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -119,7 +119,7 @@ func callAll(t testing.TB, s *session, schema string, node [2]int64) []string {
 	var wrong []string
 	bad := func(format string, args ...any) { wrong = append(wrong, fmt.Sprintf(format, args...)) }
 	fn := func(name string) string { return qualify(schema, name) }
-	tw := snowflake.Twitter
+	tw := snowflake.Twitter()
 
 	want, err := tw.Decompose(exampleID)
 	if err != nil {
@@ -197,7 +197,7 @@ func callAll(t testing.TB, s *session, schema string, node [2]int64) []string {
 // checkNewID says what is wrong with id, made by snowflake_next_id() for
 // node between before and after (by the server's clock), or "".
 func checkNewID(id int64, node [2]int64, before, after time.Time) string {
-	p, err := snowflake.Twitter.Decompose(snowflake.ID(id))
+	p, err := snowflake.Twitter().Decompose(snowflake.ID(id))
 	if err != nil {
 		return err.Error()
 	}
@@ -234,7 +234,7 @@ type lookalikeSetup struct {
 func attackLookalikes(t *testing.T, e *env, release int, c lookalikeSetup) (bool, string) {
 	t.Helper()
 	node := [2]int64{1, 2}
-	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: c.sfgen, Datacenter: node[0], Machine: node[1]})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: c.sfgen, Datacenter: node[0], Machine: node[1]})
 
 	mallory := e.role("mallory")
 	where := mallory

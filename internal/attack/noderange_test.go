@@ -10,8 +10,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -34,7 +35,7 @@ func attackNodeRange(t *testing.T, e *env, release int, c nodeRangeSetup) (bool,
 	t.Helper()
 	ctx := context.Background()
 	installed := [2]int64{1, 2}
-	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: installed[0], Machine: installed[1]})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: installed[0], Machine: installed[1]})
 	mallory := e.role("mallory")
 	e.exec(fmt.Sprintf("CREATE SCHEMA %[1]s AUTHORIZATION %[1]s", pgident.Quote(mallory)))
 	var ops []lookalike
@@ -53,7 +54,7 @@ func attackNodeRange(t *testing.T, e *env, release int, c nodeRangeSetup) (bool,
 	if err != nil {
 		details += pgMessage(err)
 		var pe *pgconn.PgError
-		want := snowflake.RangeMessage(snowflake.FieldDatacenter, "99", 0, 31)
+		want := idkit.RangeMessage(snowflake.FieldDatacenter, "99", 0, 31)
 		if !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != want {
 			t.Errorf("%s: %v; want SQLSTATE 22003 %q", c.call, err, want)
 		}

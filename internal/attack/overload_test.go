@@ -3,7 +3,7 @@ package attack
 import (
 	"context"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +41,7 @@ func attackOverload(t *testing.T, e *env, release int, o overload) (bool, string
 	t.Helper()
 	ctx := context.Background()
 	node := [2]int64{1, 2}
-	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: node[0], Machine: node[1]})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: node[0], Machine: node[1]})
 	mallory := e.role("mallory")
 	e.exec("GRANT CREATE ON SCHEMA public TO " + pgident.Quote(mallory))
 	decl := fmt.Sprintf("public.%s(%s)", o.name, o.sig)

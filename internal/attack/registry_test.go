@@ -10,8 +10,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -86,8 +86,8 @@ func (e *env) take(schema, holder string, ttl time.Duration) taken {
 func TestAttackLeasedNodeGivenToSchema(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 0, Machine: 0})
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids2", Datacenter: 1, Machine: 1})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 0, Machine: 0})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids2", Datacenter: 1, Machine: 1})
 		l := e.take("ids", "service", time.Minute)
 		if l.err != nil {
 			t.Fatal(l.err)
@@ -138,7 +138,7 @@ func TestAttackLeasesAcrossSchemas(t *testing.T) {
 func TestAttackTokenAfterSetseed(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true})
 		var tokens []int64
 		for i := range 2 {
 			s := e.connect("")
@@ -163,7 +163,7 @@ func TestAttackTokenAfterSetseed(t *testing.T) {
 func TestAttackLeaseLockQueue(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true})
 		client := e.role("client")
 		e.exec("GRANT USAGE ON SCHEMA ids TO " + client + "; GRANT EXECUTE ON FUNCTION ids.snowflake_lease_take(text, bigint), ids.snowflake_lease_renew(integer, integer, bigint, bigint) TO " + client)
 		l := e.take("ids", "victim", time.Minute)
@@ -217,7 +217,7 @@ func TestAttackUntrustedSchemaScript(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
 		e.exec("CREATE SCHEMA open; GRANT CREATE ON SCHEMA open TO PUBLIC")
-		s, err := releaseScript(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "open", UnsetNode: true})
+		s, err := releaseScript(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "open", UnsetNode: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -243,7 +243,7 @@ func TestAttackUntrustedSchemaScript(t *testing.T) {
 func TestAttackClockStepGivesNodeTwice(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true})
 		first := e.take("ids", "slow holder", time.Minute)
 		if first.err != nil {
 			t.Fatal(first.err)
@@ -266,7 +266,7 @@ func TestAttackClockStepGivesNodeTwice(t *testing.T) {
 func TestAttackFutureFloor(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", UnsetNode: true})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true})
 		fast := e.take("ids", "fast clock", time.Minute)
 		if fast.err != nil {
 			t.Fatal(fast.err)

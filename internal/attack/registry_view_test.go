@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -29,7 +29,7 @@ import (
 func TestAttackRegistryRunsAPlantedLeaseTable(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 1, Machine: 1})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 1})
 		mallory := e.role("mallory")
 		e.exec("CREATE SCHEMA mal AUTHORIZATION " + pgident.Quote(mallory))
 		// And the private schema release 4 would read mal's leases from.
@@ -38,7 +38,7 @@ func TestAttackRegistryRunsAPlantedLeaseTable(t *testing.T) {
 		e.exec("GRANT USAGE ON SCHEMA ids TO " + pgident.Quote(mallory))
 		m := e.connect(mallory)
 		m.exec(t, fmt.Sprintf(`CREATE FUNCTION mal.snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT %s::text$$`,
-			pgident.QuoteLiteral(snowflake.Twitter.String())))
+			pgident.QuoteLiteral(snowflake.Twitter().String())))
 		m.exec(t, fmt.Sprintf(`CREATE FUNCTION mal.payload() RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
     EXECUTE 'ALTER ROLE %s SUPERUSER';

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"strings"
 	"testing"
 
@@ -142,7 +142,7 @@ func attackSquat(t *testing.T, e *env, release int, c squatSetup, method string,
 	}
 	before := e.snapshot(t)
 
-	err := f(ctx, installer, release, sqlgen.Options{Layout: snowflake.Twitter, Schema: c.schema})
+	err := f(ctx, installer, release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: c.schema})
 	details := fmt.Sprintf("mallory squatted %s in %s; %s installed with %s: ", strings.Join(names, ", "), c.schema, who, method)
 	if err != nil {
 		details += "refused: " + err.Error()

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"strings"
 	"sync"
 	"testing"
@@ -319,7 +319,7 @@ func pgMessage(err error) string {
 func attackStall(t *testing.T, e *env, release int, trick stallTrick) (bool, string) {
 	t.Helper()
 	const schema = "public"
-	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	e.mustInstall(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	e.exec("CREATE TABLE public.t (id bigint PRIMARY KEY DEFAULT " + qualify(schema, "snowflake_next_id()") + ", n integer)")
 	app := e.role("app")
 	e.exec("GRANT INSERT ON public.t TO " + pgident.Quote(app))

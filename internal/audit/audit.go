@@ -40,9 +40,9 @@ import (
 	"time"
 	"unicode/utf8"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // Defaults: the schema and column when Options leave them empty, and the

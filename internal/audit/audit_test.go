@@ -14,11 +14,11 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 )
 
@@ -68,7 +68,7 @@ func TestPlantedAnomalies(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []snowflake.Layout{snowflake.Twitter, snowflake.Discord, custom} {
+	for _, l := range []snowflake.Layout{snowflake.Twitter(), snowflake.Discord(), custom} {
 		t.Run(l.String(), func(t *testing.T) {
 			db := open(t)
 			exec(t, db, "CREATE TABLE public.ids (id bigint)")
@@ -108,12 +108,12 @@ func TestPlantedAnomalies(t *testing.T) {
 func TestFutureTolerance(t *testing.T) {
 	db := open(t)
 	exec(t, db, "CREATE TABLE public.ids (id bigint)")
-	insert(t, db, "ids", compose(t, snowflake.Twitter, time.Now().Add(10*time.Minute), 0, 0, 0))
+	insert(t, db, "ids", compose(t, snowflake.Twitter(), time.Now().Add(10*time.Minute), 0, 0, 0))
 	for _, c := range []struct {
 		tol  time.Duration
 		want int64
 	}{{time.Minute, 1}, {time.Hour, 0}} {
-		r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: c.tol})
+		r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: snowflake.Twitter(), FutureTolerance: c.tol})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,7 +126,7 @@ func TestFutureTolerance(t *testing.T) {
 func TestCleanAndEmpty(t *testing.T) {
 	db := open(t)
 	exec(t, db, "CREATE TABLE public.ids (id bigint)")
-	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: snowflake.Twitter})
+	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestCleanAndEmpty(t *testing.T) {
 		t.Errorf("empty table: %+v", r)
 	}
 	exec(t, db, "INSERT INTO public.ids SELECT ((pg_catalog.floor(pg_catalog.date_part('epoch', now() - i * interval '1 second') * 1000)::int8 - $1) << 22) | (5 << 17) | (9 << 12) | i FROM generate_series(1, 1000) i", snowflake.TwitterEpoch)
-	r, err = audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: snowflake.Twitter})
+	r, err = audit.Run(context.Background(), db, audit.Options{Table: "ids", Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,9 +161,9 @@ func TestEmptyTableNow(t *testing.T) {
 		o         audit.Options
 		minChunks int64
 	}{
-		{"one statement", audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 1}, 1024},
-		{"time column", audit.Options{Table: "ids", TimeColumn: "at", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 1}, 1024},
-		{"chunks", audit.Options{Table: "ids", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: 4}, 0},
+		{"one statement", audit.Options{Table: "ids", Layout: snowflake.Twitter(), FutureTolerance: time.Minute, Workers: 1}, 1024},
+		{"time column", audit.Options{Table: "ids", TimeColumn: "at", Layout: snowflake.Twitter(), FutureTolerance: time.Minute, Workers: 1}, 1024},
+		{"chunks", audit.Options{Table: "ids", Layout: snowflake.Twitter(), FutureTolerance: time.Minute, Workers: 4}, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			defer audit.SetMinChunkPages(c.minChunks)()
@@ -191,10 +191,10 @@ func TestSkew(t *testing.T) {
 	exec(t, db, "CREATE TABLE public.ev (id bigint, at timestamptz)")
 	base := time.Now().Add(-time.Hour)
 	for _, off := range []time.Duration{0, 500 * time.Millisecond, 2 * time.Second, -3 * time.Second} {
-		exec(t, db, "INSERT INTO public.ev VALUES ($1, $2)", compose(t, snowflake.Twitter, base, 0, 1, 0), ms(base).Add(-off))
+		exec(t, db, "INSERT INTO public.ev VALUES ($1, $2)", compose(t, snowflake.Twitter(), base, 0, 1, 0), ms(base).Add(-off))
 	}
-	exec(t, db, "INSERT INTO public.ev VALUES ($1, NULL), (-1, now())", compose(t, snowflake.Twitter, base, 0, 1, 1))
-	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter, SkewThreshold: time.Second})
+	exec(t, db, "INSERT INTO public.ev VALUES ($1, NULL), (-1, now())", compose(t, snowflake.Twitter(), base, 0, 1, 1))
+	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter(), SkewThreshold: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,7 @@ func TestSkew(t *testing.T) {
 	if n := r.Nodes[0].Skew; n == nil || n.Beyond != 2 || n.MaxAbsMs != 3000 {
 		t.Errorf("node skew %+v", n)
 	}
-	r, err = audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter, SkewThreshold: 2500 * time.Millisecond})
+	r, err = audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter(), SkewThreshold: 2500 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +245,7 @@ func TestMissing(t *testing.T) {
 		{audit.Options{Table: "ev", FutureTolerance: -time.Second}, audit.ErrBadDuration, "future tolerance -1s out of range"},
 	} {
 		o := c.o
-		o.Layout = snowflake.Twitter
+		o.Layout = snowflake.Twitter()
 		_, err := audit.Run(context.Background(), db, o)
 		if !errors.Is(err, c.is) || !strings.Contains(err.Error(), c.text) || strings.Contains(err.Error(), "\n") {
 			t.Errorf("%+v: %v; want %v containing %q on one line", c.o, err, c.is, c.text)
@@ -254,7 +254,7 @@ func TestMissing(t *testing.T) {
 	if _, err := audit.Run(context.Background(), db, audit.Options{Table: "ev"}); !errors.Is(err, snowflake.ErrZeroLayout) {
 		t.Errorf("zero layout: %v", err)
 	}
-	if r, err := audit.Run(context.Background(), db, audit.Options{Schema: "other", Table: "ids", Layout: snowflake.Twitter}); err != nil || r.Schema != "other" {
+	if r, err := audit.Run(context.Background(), db, audit.Options{Schema: "other", Table: "ids", Layout: snowflake.Twitter()}); err != nil || r.Schema != "other" {
 		t.Errorf("other.ids: %v %+v", err, r)
 	}
 }
@@ -275,7 +275,7 @@ func TestInjection(t *testing.T) {
 	}
 	for _, a := range attacks {
 		for _, o := range []audit.Options{{Table: a}, {Schema: a, Table: "victim"}, {Table: "victim", Column: a}, {Table: "victim", TimeColumn: a}} {
-			o.Layout = snowflake.Twitter
+			o.Layout = snowflake.Twitter()
 			if _, err := audit.Run(context.Background(), db, o); !errors.Is(err, audit.ErrNotFound) {
 				t.Errorf("%+v: %v; want not found", o, err)
 			}
@@ -284,8 +284,8 @@ func TestInjection(t *testing.T) {
 	weird := `x"; DROP TABLE public.victim; --`
 	exec(t, db, "CREATE SCHEMA "+pgident.Quote(weird))
 	exec(t, db, "CREATE TABLE "+pgident.Quote(weird)+"."+pgident.Quote(weird)+" ("+pgident.Quote(weird)+" bigint, "+pgident.Quote(weird+"t")+" timestamptz)")
-	exec(t, db, "INSERT INTO "+pgident.Quote(weird)+"."+pgident.Quote(weird)+" VALUES ($1, now())", compose(t, snowflake.Twitter, time.Now(), 2, 3, 0))
-	r, err := audit.Run(context.Background(), db, audit.Options{Schema: weird, Table: weird, Column: weird, TimeColumn: weird + "t", Layout: snowflake.Twitter})
+	exec(t, db, "INSERT INTO "+pgident.Quote(weird)+"."+pgident.Quote(weird)+" VALUES ($1, now())", compose(t, snowflake.Twitter(), time.Now(), 2, 3, 0))
+	r, err := audit.Run(context.Background(), db, audit.Options{Schema: weird, Table: weird, Column: weird, TimeColumn: weird + "t", Layout: snowflake.Twitter()})
 	if err != nil || r.Rows != 1 || len(r.Nodes) != 1 || r.Nodes[0].Datacenter != 2 {
 		t.Errorf("weird names: %v %+v", err, r)
 	}
@@ -299,8 +299,8 @@ func TestInjection(t *testing.T) {
 // names nothing through the search_path but the audited table's schema.
 func TestQueryQualified(t *testing.T) {
 	for _, o := range []audit.Options{
-		{Table: "t", Layout: snowflake.Twitter},
-		{Schema: "My Schema", Table: `a"b`, Column: "c", TimeColumn: "ts", Layout: snowflake.Discord, LegacyBelow: 1 << 40},
+		{Table: "t", Layout: snowflake.Twitter()},
+		{Schema: "My Schema", Table: `a"b`, Column: "c", TimeColumn: "ts", Layout: snowflake.Discord(), LegacyBelow: 1 << 40},
 	} {
 		schema := o.Schema
 		if schema == "" {
@@ -320,7 +320,7 @@ func TestQueryQualified(t *testing.T) {
 func TestLookalikes(t *testing.T) {
 	db := open(t)
 	exec(t, db, "CREATE TABLE public.ids (id bigint)")
-	insert(t, db, "ids", compose(t, snowflake.Twitter, time.Now().Add(-time.Hour), 4, 6, 0), int64(-1))
+	insert(t, db, "ids", compose(t, snowflake.Twitter(), time.Now().Add(-time.Hour), 4, 6, 0), int64(-1))
 	exec(t, db, `CREATE FUNCTION public.evil_shr(bigint, integer) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint';
 		CREATE OPERATOR public.>> (LEFTARG = bigint, RIGHTARG = integer, FUNCTION = public.evil_shr);
 		CREATE FUNCTION public.count(bigint) RETURNS bigint LANGUAGE sql AS 'SELECT 0::bigint';
@@ -337,7 +337,7 @@ func TestLookalikes(t *testing.T) {
 	if err := conn.QueryRowContext(context.Background(), "SELECT 4096::bigint >> 1").Scan(&probe); err != nil || probe != 0 {
 		t.Fatalf("the lookalike >> is not in effect: %d %v", probe, err)
 	}
-	r, err := audit.Run(context.Background(), conn, audit.Options{Table: "ids", Layout: snowflake.Twitter})
+	r, err := audit.Run(context.Background(), conn, audit.Options{Table: "ids", Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,8 +431,8 @@ func TestSkewPercentiles(t *testing.T) {
 	exec(t, db, "CREATE TABLE public.ev (id bigint, at timestamptz)")
 	base := ms(time.Now().Add(-time.Hour))
 	exec(t, db, `INSERT INTO public.ev SELECT $1::int8 | ((i % 2) << 12), $2::timestamptz - (CASE WHEN i % 2 = 0 THEN 1 ELSE -1 END) * i * 37 * interval '1 millisecond'
-		FROM generate_series(1, 2000) i`, compose(t, snowflake.Twitter, base, 0, 0, 0), base)
-	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter, SkewThreshold: time.Second})
+		FROM generate_series(1, 2000) i`, compose(t, snowflake.Twitter(), base, 0, 0, 0), base)
+	r, err := audit.Run(context.Background(), db, audit.Options{Table: "ev", TimeColumn: "at", Layout: snowflake.Twitter(), SkewThreshold: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

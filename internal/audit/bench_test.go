@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // BenchmarkAuditVsCount fills a table with $SFGEN_AUDIT_BENCH_ROWS rows
@@ -37,7 +37,7 @@ func BenchmarkAuditVsCount(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer db.Close()
-	l := snowflake.Twitter
+	l := snowflake.Twitter()
 	for _, q := range []string{
 		"CREATE TABLE public.big (id bigint, created_at timestamptz)",
 		`INSERT INTO public.big SELECT

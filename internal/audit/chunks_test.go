@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // TestChunksAgree: a table read in chunks on several connections gives
@@ -24,7 +24,7 @@ func TestChunksAgree(t *testing.T) {
 		SELECT ((($1::int8 - 3600000 + g) - 1288834974657) << 22) | ((g % 5) << 12) | (g % 4096)
 		FROM pg_catalog.generate_series(1, 60000) g ORDER BY pg_catalog.random()`, now.UnixMilli())
 	exec(t, db, `INSERT INTO public.ids SELECT id FROM public.ids ORDER BY pg_catalog.random() LIMIT 5000`)
-	insert(t, db, "ids", nil, nil, int64(-5), compose(t, snowflake.Twitter, now.Add(24*time.Hour), 7, 7, 0))
+	insert(t, db, "ids", nil, nil, int64(-5), compose(t, snowflake.Twitter(), now.Add(24*time.Hour), 7, 7, 0))
 	// The time column: each ID's time, skewed by up to ±5 s, some NULL.
 	exec(t, db, `UPDATE public.ids SET at = pg_catalog.to_timestamp(((id >> 22) + 1288834974657 + (pg_catalog.random() * 10000 - 5000)::int8) / 1000.0)
 		WHERE id > 0 AND pg_catalog.random() < 0.98`)
@@ -34,7 +34,7 @@ func TestChunksAgree(t *testing.T) {
 
 	var one *audit.Report
 	for _, timeColumn := range []string{"", "at"} {
-		o := audit.Options{Table: "ids", TimeColumn: timeColumn, Layout: snowflake.Twitter,
+		o := audit.Options{Table: "ids", TimeColumn: timeColumn, Layout: snowflake.Twitter(),
 			FutureTolerance: audit.DefaultFutureTolerance, SkewThreshold: 2 * time.Second, Workers: 1}
 		want, err := audit.Run(context.Background(), db, o)
 		if err != nil {

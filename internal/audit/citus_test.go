@@ -8,10 +8,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgcluster/citustest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // TestAuditCitus audits a table distributed over two Citus workers,
@@ -48,7 +48,7 @@ func TestAuditCitus(t *testing.T) {
 	for i := range 30000 {
 		m := int64(1 + i%3)
 		at := start.Add(time.Duration(i/3) * 4 * time.Millisecond)
-		id, err := snowflake.Twitter.Compose(at.UnixMilli(), 1, m, int64(i%4096))
+		id, err := snowflake.Twitter().Compose(at.UnixMilli(), 1, m, int64(i%4096))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -67,7 +67,7 @@ func TestAuditCitus(t *testing.T) {
 	}
 	defer db.Close()
 	for _, timeColumn := range []string{"", "at"} {
-		o := audit.Options{Table: "events", TimeColumn: timeColumn, Layout: snowflake.Twitter, FutureTolerance: audit.DefaultFutureTolerance}
+		o := audit.Options{Table: "events", TimeColumn: timeColumn, Layout: snowflake.Twitter(), FutureTolerance: audit.DefaultFutureTolerance}
 		r, err := audit.Run(ctx, db, o)
 		if err != nil {
 			t.Fatal(err)

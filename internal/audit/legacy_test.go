@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // TestLegacy: with LegacyBelow, the values below it (a serial's, from
@@ -20,13 +20,13 @@ func TestLegacy(t *testing.T) {
 	// the epoch), a negative one from before, and 40 IDs of node 2/3.
 	exec(t, db, `INSERT INTO public.conv (id) SELECT g FROM pg_catalog.generate_series(1, 3000) g`)
 	now := time.Now()
-	first := compose(t, snowflake.Twitter, now.Add(-time.Minute), 2, 3, 0)
+	first := compose(t, snowflake.Twitter(), now.Add(-time.Minute), 2, 3, 0)
 	exec(t, db, `INSERT INTO public.conv (id) SELECT $1::int8 + g FROM pg_catalog.generate_series(0, 39) g`, first)
 	insert(t, db, "conv", int64(-1), nil)
 	exec(t, db, "VACUUM ANALYZE public.conv")
 	defer audit.SetMinChunkPages(1)()
 	for _, workers := range []int{1, 3} {
-		o := audit.Options{Table: "conv", Layout: snowflake.Twitter, FutureTolerance: time.Minute, Workers: workers, LegacyBelow: first}
+		o := audit.Options{Table: "conv", Layout: snowflake.Twitter(), FutureTolerance: time.Minute, Workers: workers, LegacyBelow: first}
 		r, err := audit.Run(context.Background(), db, o)
 		if err != nil {
 			t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -113,7 +113,7 @@ func TestRunCleansUpWhenCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "bench_ids"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func benchDB(t *testing.T) (string, *pgx.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(ctx) })
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "bench_ids"})
 	if err != nil {
 		t.Fatal(err)
 	}

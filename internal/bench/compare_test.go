@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"regexp"
 	"slices"
 	"strconv"
@@ -52,7 +52,7 @@ func peerDatabase(t *testing.T) (string, *pgx.Conn) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close(context.Background()) })
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: "bench_ids"})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "bench_ids"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -15,7 +15,7 @@ import (
 // release's expression, which reads the state and calls no
 // snowflake_next_id().
 func TestGeneratorsOf(t *testing.T) {
-	expr, err := sqlgen.NextIDExpression(sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids"})
+	expr, err := sqlgen.NextIDExpression(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,9 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -73,7 +73,7 @@ func TestInstructionsPerRow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,5 +177,5 @@ func buildNative(ctx context.Context, t *testing.T, c *pgcluster.Cluster) (strin
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return "", err
 	}
-	return native.Build(ctx, dir, snowflake.Twitter, native.WithPGConfig(pgConfig))
+	return native.Build(ctx, dir, snowflake.Twitter(), native.WithPGConfig(pgConfig))
 }

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // A FleetDatabase is one database of a fleet check and the schemas to

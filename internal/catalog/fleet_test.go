@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -34,9 +34,9 @@ func TestCompareFleet(t *testing.T) {
 		return catalog.FleetTargetOf("db", key, catalog.Installed{Schema: public, Layout: l, Release: sqlgen.Latest,
 			Node: catalog.Node{State: catalog.NodeSet, Datacenter: dc, Machine: m}})
 	}
-	tw := func(key string, dc, m int64) catalog.FleetTarget { return node(key, snowflake.Twitter, dc, m) }
+	tw := func(key string, dc, m int64) catalog.FleetTarget { return node(key, snowflake.Twitter(), dc, m) }
 	unset := func(key string) catalog.FleetTarget {
-		return catalog.FleetTargetOf("db", key, catalog.Installed{Schema: public, Layout: snowflake.Twitter, Release: sqlgen.Latest,
+		return catalog.FleetTargetOf("db", key, catalog.Installed{Schema: public, Layout: snowflake.Twitter(), Release: sqlgen.Latest,
 			Node: catalog.Node{State: catalog.NodeUnset}})
 	}
 	// failed could not be read; what else it says is not compared.
@@ -65,7 +65,7 @@ func TestCompareFleet(t *testing.T) {
 			[]shared{{0, 1, 9, 40, custom.String()}}, nil, 0},
 		{"same datacenter, another machine", []catalog.FleetTarget{tw("a", 1, 1), tw("b", 1, 2)}, nil, nil, 0},
 		{"same machine, another datacenter", []catalog.FleetTarget{tw("a", 1, 1), tw("b", 2, 1)}, nil, nil, 0},
-		{"different layouts not compared", []catalog.FleetTarget{tw("a", 1, 1), node("b", snowflake.Discord, 1, 1), node("c", custom, 1, 1)}, nil, nil, 0},
+		{"different layouts not compared", []catalog.FleetTarget{tw("a", 1, 1), node("b", snowflake.Discord(), 1, 1), node("c", custom, 1, 1)}, nil, nil, 0},
 		{"same schema reached twice", []catalog.FleetTarget{tw("a", 3, 4), tw("a", 3, 4)}, nil, map[int]int{1: 0}, 0},
 		{"reached three times and a clone", []catalog.FleetTarget{tw("a", 3, 4), tw("a", 3, 4), tw("clone", 3, 4), tw("a", 3, 4)},
 			[]shared{{0, 2, 3, 4, "twitter"}}, map[int]int{1: 0, 3: 0}, 0},
@@ -74,8 +74,8 @@ func TestCompareFleet(t *testing.T) {
 		{"no sfgen not compared", []catalog.FleetTarget{
 			catalog.FleetTargetOf("db", "a", catalog.Installed{Schema: public}),
 			catalog.FleetTargetOf("db", "b", catalog.Installed{Schema: public}),
-			catalog.FleetTargetOf("db", "c", catalog.Installed{Schema: public, Layout: snowflake.Twitter, Release: 1}),
-			catalog.FleetTargetOf("db", "d", catalog.Installed{Schema: public, Layout: snowflake.Twitter, Release: 1}),
+			catalog.FleetTargetOf("db", "c", catalog.Installed{Schema: public, Layout: snowflake.Twitter(), Release: 1}),
+			catalog.FleetTargetOf("db", "d", catalog.Installed{Schema: public, Layout: snowflake.Twitter(), Release: 1}),
 		}, nil, nil, 0},
 		{"errors counted, not compared", []catalog.FleetTarget{failed, tw("a", 1, 1), failed, tw("b", 2, 2)}, nil, nil, 2},
 		{"an error and a shared node", []catalog.FleetTarget{tw("a", 1, 1), failed, tw("b", 1, 1)}, []shared{{0, 2, 1, 1, "twitter"}}, nil, 1},
@@ -129,11 +129,11 @@ func TestFleetTarget(t *testing.T) {
 		in   catalog.Installed
 		want catalog.FleetTarget
 	}{
-		{"node set", catalog.Installed{Schema: s, Layout: snowflake.Discord, Release: 3, Node: catalog.Node{State: catalog.NodeSet, Datacenter: 7, Machine: 9}},
+		{"node set", catalog.Installed{Schema: s, Layout: snowflake.Discord(), Release: 3, Node: catalog.Node{State: catalog.NodeSet, Datacenter: 7, Machine: 9}},
 			catalog.FleetTarget{Installed: true, NodeSet: true, Datacenter: 7, Machine: 9, Layout: "discord", Release: 3}},
-		{"no node set", catalog.Installed{Schema: s, Layout: snowflake.Twitter, Release: 3, Node: catalog.Node{State: catalog.NodeUnset}},
+		{"no node set", catalog.Installed{Schema: s, Layout: snowflake.Twitter(), Release: 3, Node: catalog.Node{State: catalog.NodeUnset}},
 			catalog.FleetTarget{Installed: true, Layout: "twitter", Release: 3}},
-		{"no snowflake_node()", catalog.Installed{Schema: s, Layout: snowflake.Twitter, Release: 1},
+		{"no snowflake_node()", catalog.Installed{Schema: s, Layout: snowflake.Twitter(), Release: 1},
 			catalog.FleetTarget{Layout: "twitter", Release: 1, Lacks: catalog.FuncNode}},
 		{"no sfgen", catalog.Installed{Schema: s}, catalog.FleetTarget{Lacks: catalog.FuncLayout}},
 	} {
@@ -164,11 +164,11 @@ func exported(t catalog.FleetTarget) []any {
 // TestFleetReportJSON: a report's JSON is 'sfgen node --json's, field
 // for field.
 func TestFleetReportJSON(t *testing.T) {
-	a := catalog.FleetTargetOf("u@h:5432/a", "k", catalog.Installed{Schema: catalog.Public, Layout: snowflake.Twitter, Release: 3,
+	a := catalog.FleetTargetOf("u@h:5432/a", "k", catalog.Installed{Schema: catalog.Public, Layout: snowflake.Twitter(), Release: 3,
 		Node: catalog.Node{State: catalog.NodeSet, Datacenter: 3, Machine: 4}})
 	r := catalog.CompareFleet([]catalog.FleetTarget{
 		a, a,
-		catalog.FleetTargetOf("u@h:5432/b", "k2", catalog.Installed{Schema: catalog.Public, Layout: snowflake.Twitter, Release: 3,
+		catalog.FleetTargetOf("u@h:5432/b", "k2", catalog.Installed{Schema: catalog.Public, Layout: snowflake.Twitter(), Release: 3,
 			Node: catalog.Node{State: catalog.NodeSet, Datacenter: 3, Machine: 4}}),
 		catalog.FleetTargetOf("u@h:5432/c", "k3", catalog.Installed{Schema: catalog.Public}),
 		{Database: "u@h:5432/d", Schema: "public", Error: "refused"},
@@ -211,8 +211,8 @@ func TestReadDatabase(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	install(conn, sqlgen.Options{Schema: "ids", Layout: snowflake.Discord, Datacenter: 1, Machine: 2})
-	install(conn, sqlgen.Options{Schema: "unset", Layout: snowflake.Twitter, UnsetNode: true})
+	install(conn, sqlgen.Options{Schema: "ids", Layout: snowflake.Discord(), Datacenter: 1, Machine: 2})
+	install(conn, sqlgen.Options{Schema: "unset", Layout: snowflake.Twitter(), UnsetNode: true})
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA bad; CREATE FUNCTION bad.snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT 'epoch=1'$$"); err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestReadDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer oconn.Close(context.Background())
-	install(oconn, sqlgen.Options{Schema: "ids", Layout: snowflake.Discord, Datacenter: 1, Machine: 2})
+	install(oconn, sqlgen.Options{Schema: "ids", Layout: snowflake.Discord(), Datacenter: 1, Machine: 2})
 	ids := []catalog.Schema{schema(t, "ids")}
 	var targets []catalog.FleetTarget
 	targets = append(targets, catalog.ReadDatabase(ctx, catalog.PGX(conn), catalog.FleetDatabase{Name: "first", Schemas: ids})...)
@@ -332,7 +332,7 @@ func TestReadDatabaseLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	install(conn, sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, Datacenter: 0, Machine: 0})
+	install(conn, sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), Datacenter: 0, Machine: 0})
 	var dc, m, token int64
 	if err := conn.QueryRow(ctx, "SELECT datacenter_id, machine_id, token FROM ids.snowflake_lease_take('svc', 60000)").Scan(&dc, &m, &token); err != nil {
 		t.Fatal(err)
@@ -355,7 +355,7 @@ func TestReadDatabaseLeases(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer oconn.Close(ctx)
-	install(oconn, sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, Datacenter: dc, Machine: m})
+	install(oconn, sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), Datacenter: dc, Machine: m})
 
 	ids := []catalog.Schema{schema(t, "ids")}
 	targets := catalog.ReadDatabase(ctx, catalog.PGX(conn), catalog.FleetDatabase{Name: "a", Schemas: ids})

@@ -13,9 +13,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
@@ -100,14 +100,14 @@ func TestInspect(t *testing.T) {
 	}{
 		{"none", func(string) error { return nil }, 0, snowflake.Layout{}, catalog.Node{}, every, ""},
 		{"empty schema", func(s string) error { _, err := db.Exec("CREATE SCHEMA " + s); return err }, 0, snowflake.Layout{}, catalog.Node{}, every, ""},
-		{"release 1, discord", script(1, sqlgen.Options{Layout: snowflake.Discord, Datacenter: 3, Machine: 7}),
-			1, snowflake.Discord, catalog.Node{State: catalog.NodeSet, Datacenter: 3, Machine: 7}, []string{catalog.FuncRelease, catalog.FuncLeaseTake}, ""},
+		{"release 1, discord", script(1, sqlgen.Options{Layout: snowflake.Discord(), Datacenter: 3, Machine: 7}),
+			1, snowflake.Discord(), catalog.Node{State: catalog.NodeSet, Datacenter: 3, Machine: 7}, []string{catalog.FuncRelease, catalog.FuncLeaseTake}, ""},
 		{"release 2, custom", script(2, sqlgen.Options{Layout: custom, Datacenter: 15, Machine: 63}),
 			2, custom, catalog.Node{State: catalog.NodeSet, Datacenter: 15, Machine: 63}, []string{catalog.FuncLeaseTake}, ""},
-		{"latest, twitter", script(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}),
-			sqlgen.Latest, snowflake.Twitter, catalog.Node{State: catalog.NodeSet, Datacenter: 1, Machine: 2}, nil, ""},
-		{"latest, no node", script(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}),
-			sqlgen.Latest, snowflake.Twitter, catalog.Node{State: catalog.NodeUnset}, nil, ""},
+		{"latest, twitter", script(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}),
+			sqlgen.Latest, snowflake.Twitter(), catalog.Node{State: catalog.NodeSet, Datacenter: 1, Machine: 2}, nil, ""},
+		{"latest, no node", script(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}),
+			sqlgen.Latest, snowflake.Twitter(), catalog.Node{State: catalog.NodeUnset}, nil, ""},
 		{"unreadable layout", func(s string) error {
 			_, err := db.Exec("CREATE SCHEMA " + s + "; CREATE FUNCTION " + s + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT 'epoch=1 timestamp=41'$$")
 			return err
@@ -158,7 +158,7 @@ func TestInspectStale(t *testing.T) {
 		if _, ok := node[s]; !ok {
 			node[s] = int64(len(node)) // a node each: one maker a node
 		}
-		script, err := released.Script(sqlgen.Options{Schema: s, Layout: snowflake.Twitter, Machine: node[s]}, r)
+		script, err := released.Script(sqlgen.Options{Schema: s, Layout: snowflake.Twitter(), Machine: node[s]}, r)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,7 +206,7 @@ func TestInspectStale(t *testing.T) {
 func TestInspectKeepsTheTransaction(t *testing.T) {
 	conn, _ := open(t)
 	ctx := t.Context()
-	b, err := sqlgen.Script(sqlgen.Options{Schema: "nonode", Layout: snowflake.Twitter, UnsetNode: true})
+	b, err := sqlgen.Script(sqlgen.Options{Schema: "nonode", Layout: snowflake.Twitter(), UnsetNode: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,7 @@ package catalog
 import (
 	"fmt"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // A Target is what a command or call works on: one schema, and the layout

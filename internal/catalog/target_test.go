@@ -4,9 +4,9 @@ import (
 	"errors"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 func TestParseSchema(t *testing.T) {
@@ -33,14 +33,14 @@ func TestParseSchema(t *testing.T) {
 }
 
 func TestNewTarget(t *testing.T) {
-	tg, err := catalog.NewTarget("", snowflake.Discord)
-	if err != nil || tg.Schema() != catalog.Public || tg.Layout() != snowflake.Discord || tg.IsZero() {
+	tg, err := catalog.NewTarget("", snowflake.Discord())
+	if err != nil || tg.Schema() != catalog.Public || tg.Layout() != snowflake.Discord() || tg.IsZero() {
 		t.Errorf(`NewTarget("", Discord) = %v, %v; want public, Discord`, tg, err)
 	}
 	if tg, err := catalog.NewTarget("ids", snowflake.Layout{}); !errors.Is(err, snowflake.ErrZeroLayout) || !tg.IsZero() {
 		t.Errorf("NewTarget with the zero Layout = %v, %v; want the zero Target and ErrZeroLayout", tg, err)
 	}
-	if tg, err := catalog.NewTarget("Bad", snowflake.Twitter); !errors.Is(err, pgident.ErrInvalidSchema) || !tg.IsZero() {
+	if tg, err := catalog.NewTarget("Bad", snowflake.Twitter()); !errors.Is(err, pgident.ErrInvalidSchema) || !tg.IsZero() {
 		t.Errorf("NewTarget of a bad schema = %v, %v; want the zero Target and ErrInvalidSchema", tg, err)
 	}
 	if !(catalog.Target{}).IsZero() {

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -66,7 +66,7 @@ func TestInspectUntrusted(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := schema(t, "trust"+string(rune('a'+i)))
-			b, err := sqlgen.Script(sqlgen.Options{Schema: s.Name(), Layout: snowflake.Twitter, Datacenter: 1, Machine: int64(i)}) // a node each: one maker a node
+			b, err := sqlgen.Script(sqlgen.Options{Schema: s.Name(), Layout: snowflake.Twitter(), Datacenter: 1, Machine: int64(i)}) // a node each: one maker a node
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,10 +38,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 )
 
 //go:embed sql/convert.sql.tmpl
@@ -670,7 +671,7 @@ func (p *Plan) Apply(ctx context.Context, db *sql.DB) (*Result, error) {
 	case isLockTimeout(err):
 		return nil, fmt.Errorf("%w: another session held a lock on %s past the lock timeout (%v) on each of %d tries, so %s is not converted; nothing changed",
 			ErrLockTimeout, strings.Join(p.Locks, " or "), p.o.LockTimeout, tries, p.Key)
-	case errors.As(err, &pe) && pe.Code == "SF301":
+	case errors.As(err, &pe) && pe.Code == sqlstate.AheadOrUnloaded:
 		return nil, &RefusedError{Reason: strings.TrimPrefix(pe.Message, "sfgen convert: ") + "; nothing changed", Kind: ErrAhead}
 	}
 	return nil, err

@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/convert"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -31,7 +31,7 @@ func TestMeasureLocks(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 1, Machine: 1}); err != nil {
+	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 1}); err != nil {
 		t.Fatal(err)
 	}
 	exec := func(q string) {

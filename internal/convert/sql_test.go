@@ -5,16 +5,16 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 )
 
 // testPlan is a plan of every part the script has: an identity dropped,
 // an integer key widened with a column that references it.
 func testPlan() *Plan {
-	p := &Plan{o: Options{LockTimeout: 2 * time.Second}, Sfgen: "ids", Layout: snowflake.Twitter,
+	p := &Plan{o: Options{LockTimeout: 2 * time.Second}, Sfgen: "ids", Layout: snowflake.Twitter(),
 		Node: catalog.Node{State: catalog.NodeSet, Datacenter: 1, Machine: 2}, Record: "ids_sfgen." + RecordTable,
 		Key:      Column{Schema: "app", Table: `we"ird`, Column: "id", Type: "integer"},
 		Identity: "ALWAYS", Sequence: "app.seq",

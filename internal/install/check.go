@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -20,7 +22,7 @@ var (
 	ErrOlderRelease = errors.New("sfgen release older than this one")
 	// ErrNoNode: the schema has no node set, so snowflake_next_id()
 	// refuses (SQLSTATE SF201).
-	ErrNoNode = errors.New("no node set")
+	ErrNoNode = sqlstate.ErrNoNode
 )
 
 // A StateError is a schema that does not hold what Check asked for: the
@@ -90,11 +92,11 @@ func Check(ctx context.Context, q catalog.Querier, schema string, l snowflake.La
 // layoutFlag is the --layout flag that names l, "" for Twitter's (the
 // default).
 func layoutFlag(l snowflake.Layout) string {
-	if l == snowflake.Twitter {
+	if l == snowflake.Twitter() {
 		return ""
 	}
-	for _, name := range snowflake.PresetNames() {
-		if p, _ := snowflake.LayoutByName(name); p == l {
+	for _, name := range idkit.PresetNames() {
+		if p, _ := idkit.LayoutByName(name); p == l {
 			return " --layout " + name
 		}
 	}

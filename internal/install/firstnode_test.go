@@ -4,7 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"io/fs"
 	"strings"
 	"testing"
@@ -32,7 +32,7 @@ func TestFirstNodeUndone(t *testing.T) {
 	failed := errors.New("the release line failed")
 	upHook = func(context.Context, *sql.DB, fs.FS, catalog.Schema) (*Result, error) { return nil, failed }
 	defer func() { upHook = up }()
-	if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}); !errors.Is(err, failed) {
+	if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}); !errors.Is(err, failed) {
 		t.Fatalf("Apply = %v; want the release line's error", err)
 	}
 	var left string
@@ -41,7 +41,7 @@ func TestFirstNodeUndone(t *testing.T) {
 		t.Fatalf("after the failed first install, public holds %q (%v); want nothing", left, err)
 	}
 	upHook = up
-	res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	if err != nil || res.Version != sqlgen.Latest {
 		t.Fatalf("Apply again: %+v, %v; want the latest release", res, err)
 	}
@@ -67,7 +67,7 @@ func TestFirstNodeCutShort(t *testing.T) {
 			}
 			defer db.Close()
 			ctx := context.Background()
-			script, err := sqlgen.FirstNode(sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+			script, err := sqlgen.FirstNode(sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestFirstNodeCutShort(t *testing.T) {
 			if err := tx.Commit(); err != nil {
 				t.Fatal(err)
 			}
-			res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+			res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 			if err != nil || res.Version != sqlgen.Latest {
 				t.Fatalf("Apply over the node a cut-short install left: %+v, %v; want the latest release", res, err)
 			}
@@ -115,7 +115,7 @@ func TestReleaseThreeNamesOfTheInstaller(t *testing.T) {
 			}
 			defer db.Close()
 			ctx := context.Background()
-			files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+			files, err := released.Migrations(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -127,7 +127,7 @@ func TestReleaseThreeNamesOfTheInstaller(t *testing.T) {
 			if _, err := db.Exec(own); err != nil {
 				t.Fatal(err)
 			}
-			_, err = Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+			_, err = Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 			if !errors.Is(err, ErrForeignObject) {
 				t.Fatalf("Apply over release 2 with %q: %v; want ErrForeignObject", own, err)
 			}

@@ -8,7 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -26,7 +26,7 @@ func TestRunKeepsTheNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(ctx)
-	o := Options{SQL: sqlgen.Options{Schema: schema, Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}, Node: &Node{Datacenter: ptr(1), Machine: ptr(2)}}
+	o := Options{SQL: sqlgen.Options{Schema: schema, Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}, Node: &Node{Datacenter: ptr(1), Machine: ptr(2)}}
 	rep, err := Run(ctx, db, conn, o)
 	if err != nil {
 		t.Fatal(err)
@@ -46,7 +46,7 @@ func TestRunKeepsTheNode(t *testing.T) {
 	}
 
 	_, unset := database(t)
-	o = Options{SQL: sqlgen.Options{Schema: unset, Layout: snowflake.Twitter, UnsetNode: true}}
+	o = Options{SQL: sqlgen.Options{Schema: unset, Layout: snowflake.Twitter(), UnsetNode: true}}
 	if rep, err = Run(ctx, db, conn, o); err != nil || !rep.NodeUnset {
 		t.Fatalf("Run without a node: %v, %+v; want NodeUnset", err, rep)
 	}
@@ -71,7 +71,7 @@ func TestStepErrorMessage(t *testing.T) {
 	if !errors.Is(err, ErrGeneratorSwitch) || !errors.Is(err, cause) {
 		t.Errorf("%v does not unwrap to its kind and cause", err)
 	}
-	if got := NativeDir("/srv", snowflake.Twitter.String()); !strings.HasPrefix(got, "/srv/sfgen-") || len(got) != len("/srv/sfgen-")+12 {
+	if got := NativeDir("/srv", snowflake.Twitter().String()); !strings.HasPrefix(got, "/srv/sfgen-") || len(got) != len("/srv/sfgen-")+12 {
 		t.Errorf("NativeDir = %q; want /srv/sfgen-<12 hex digits>", got)
 	}
 }

@@ -34,9 +34,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 )
 
 // VersionTable is the table, in the target schema, where sfgen's goose
@@ -61,19 +62,19 @@ var LockWait = 30 * time.Second
 var (
 	// ErrForeignObject: the schema has objects under sfgen's names that
 	// another role owns or that sfgen did not create.
-	ErrForeignObject = errors.New("objects under sfgen's names that sfgen did not create")
+	ErrForeignObject = sqlstate.ErrForeignObject
 	// ErrLayoutMismatch: the schema holds sfgen's functions for another layout.
-	ErrLayoutMismatch = errors.New("sfgen installed for another layout")
+	ErrLayoutMismatch = sqlstate.ErrLayoutMismatch
 	// ErrNewerRelease: the schema is at a release newer than this sfgen's.
-	ErrNewerRelease = errors.New("sfgen release newer than this one")
+	ErrNewerRelease = sqlstate.ErrNewerRelease
 	// ErrUntrustedSchema: the schema belongs to a role that could drop or
 	// replace sfgen's objects, or roles other than the installing one
 	// (and superusers) can create objects in it (catalog.ErrUntrusted).
-	ErrUntrustedSchema = errors.New("schema owned by another role")
+	ErrUntrustedSchema = sqlstate.ErrUntrustedSchema
 	// ErrPrivilege: the installing role lacks a privilege the install
 	// needs (from release 4, CREATE on the database for the private
 	// schema of the leases, unless it exists).
-	ErrPrivilege = errors.New("the installing role lacks a privilege")
+	ErrPrivilege = sqlstate.ErrPrivilege
 	// ErrLocked: another session held the install lock for LockWait.
 	ErrLocked = errors.New("another install is running")
 	// ErrBeforeEpoch: the database's clock is before the layout's epoch,
@@ -81,19 +82,10 @@ var (
 	ErrBeforeEpoch = errors.New("database clock before the layout's epoch")
 )
 
-// sentinels maps the SQLSTATEs the preflight raises to Apply's errors.
-var sentinels = map[string]error{
-	"SF101": ErrForeignObject,
-	"SF102": ErrLayoutMismatch,
-	"SF103": ErrNewerRelease,
-	"SF104": ErrUntrustedSchema,
-	"SF105": ErrUntrustedSchema,
-	"SF106": ErrPrivilege,
-}
-
 // PreflightSentinel returns the error of Apply's for a SQLSTATE that
-// sfgen's preflight raises (SF101 to SF106), nil for any other.
-func PreflightSentinel(code string) error { return sentinels[code] }
+// sfgen's preflight raises (SF101 to SF106), nil for any other: the
+// sentinel of internal/sqlstate's table.
+func PreflightSentinel(code string) error { return sqlstate.Preflight(code) }
 
 // A Result tells what Apply did.
 type Result struct {
@@ -354,8 +346,8 @@ func check(ctx context.Context, conn *sql.Conn, schema, preflight string) error 
 	defer tx.Rollback()
 	if _, err := tx.ExecContext(ctx, preflight); err != nil {
 		var pe *pgconn.PgError
-		if errors.As(err, &pe) && sentinels[pe.Code] != nil {
-			return &CheckError{Schema: schema, Message: pe.Message, err: sentinels[pe.Code]}
+		if errors.As(err, &pe) && sqlstate.Preflight(pe.Code) != nil {
+			return &CheckError{Schema: schema, Message: pe.Message, err: sqlstate.Preflight(pe.Code)}
 		}
 		return fmt.Errorf("check schema %s: %w", schema, err)
 	}

@@ -20,9 +20,9 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -65,7 +65,7 @@ func database(t *testing.T) (*sql.DB, string) {
 func TestApplyTwice(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func TestApplyTwice(t *testing.T) {
 	if fmt.Sprint(res.Applied) != fmt.Sprint(want) || res.Version != sqlgen.Latest || res.Schema != schema {
 		t.Fatalf("first Apply = %+v; want %v applied, version %d", res, want, sqlgen.Latest)
 	}
-	res, err = Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	res, err = Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestFailedFirstInstall(t *testing.T) {
 				before = objects(t, db, schema)
 			}
 			failDDLIn(t, db, schema)
-			_, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: c.unsetNode})
+			_, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, UnsetNode: c.unsetNode})
 			if err == nil || !strings.Contains(err.Error(), "test: no sequences") {
 				t.Fatalf("Apply = %v; want the migration's failure", err)
 			}
@@ -171,7 +171,7 @@ func TestFailedFirstInstall(t *testing.T) {
 // file, the latest release's install migration, versioned as that
 // release; and it is an fs.FS as testing/fstest checks one.
 func TestFSIsTheLatestInstall(t *testing.T) {
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 1, Machine: 2}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 2}
 	fsys, err := FS(o)
 	if err != nil {
 		t.Fatal(err)
@@ -222,7 +222,7 @@ func TestGooseUpDownUp(t *testing.T) {
 	if _, err := db.Exec("CREATE SCHEMA " + schema); err != nil {
 		t.Fatal(err)
 	}
-	fsys, err := FS(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	fsys, err := FS(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestGooseUpDownUp(t *testing.T) {
 // TestScriptRunsTwice runs the plain script twice, as psql -f would.
 func TestScriptRunsTwice(t *testing.T) {
 	db, schema := database(t)
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,7 +280,7 @@ func TestScriptRunsTwice(t *testing.T) {
 // with SQLSTATE 22003 and the Go composer's message, word for word.
 func TestSQLErrorsMatchGo(t *testing.T) {
 	db, schema := database(t)
-	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	for _, in := range [][4]int64{
@@ -321,7 +321,7 @@ func TestSQLErrorsMatchGo(t *testing.T) {
 // a session's search_path puts look-alike functions ahead of pg_catalog.
 func TestHostileSearchPath(t *testing.T) {
 	db, schema := database(t)
-	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	evil := schema + "_evil"
@@ -376,7 +376,7 @@ func asRole(t *testing.T, db *sql.DB, role, sql string) {
 // in sfgen's version table, as an sfgen of release r left it.
 func atRelease(t *testing.T, db *sql.DB, schema string, r int) {
 	t.Helper()
-	fsys := releasedFS(t, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	fsys := releasedFS(t, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if _, err := db.Exec("CREATE SCHEMA IF NOT EXISTS " + schema); err != nil {
 		t.Fatal(err)
 	}
@@ -510,7 +510,7 @@ func TestApplyRefuses(t *testing.T) {
 			return role
 		}, ErrForeignObject, "function {schema}.snowflake_next_id() owned by {role}", "SF101"},
 		{"an overload added to an install", func(t *testing.T, db *sql.DB, schema string) string {
-			if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+			if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 				t.Fatal(err)
 			}
 			db.Exec("DELETE FROM "+schema+"."+VersionTable+" WHERE version_id = $1", sqlgen.Latest) // so that there is something to apply
@@ -535,7 +535,7 @@ func TestApplyRefuses(t *testing.T) {
 			return ""
 		}, ErrUntrustedSchema, "every role (PUBLIC) can create objects in it", ""},
 		{"another role's trigger on the version table", func(t *testing.T, db *sql.DB, schema string) string {
-			if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+			if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 				t.Fatal(err)
 			}
 			db.Exec("DELETE FROM "+schema+"."+VersionTable+" WHERE version_id = $1", sqlgen.Latest) // so that there is something to apply
@@ -552,7 +552,7 @@ func TestApplyRefuses(t *testing.T) {
 			return ""
 		}, ErrLayoutMismatch, "holds sfgen functions for layout epoch=1 timestamp=41", "SF102"},
 		{"a newer release", func(t *testing.T, db *sql.DB, schema string) string {
-			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT '" + snowflake.Twitter.String() + "'$$; CREATE FUNCTION " + schema + fmt.Sprintf(".snowflake_release() RETURNS integer LANGUAGE sql AS 'SELECT %d'", sqlgen.Latest+1))
+			db.Exec("CREATE SCHEMA " + schema + "; CREATE FUNCTION " + schema + ".snowflake_layout() RETURNS text LANGUAGE sql AS $$SELECT '" + snowflake.Twitter().String() + "'$$; CREATE FUNCTION " + schema + fmt.Sprintf(".snowflake_release() RETURNS integer LANGUAGE sql AS 'SELECT %d'", sqlgen.Latest+1))
 			return ""
 		}, ErrNewerRelease, fmt.Sprintf("is at sfgen release %d, newer than this SQL (release %d)", sqlgen.Latest+1, sqlgen.Latest), "SF103"},
 	}, squats...) {
@@ -560,7 +560,7 @@ func TestApplyRefuses(t *testing.T) {
 			db, schema := database(t)
 			role := tc.setup(t, db, schema)
 			before := objects(t, db, schema)
-			_, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+			_, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 			if !errors.Is(err, tc.want) {
 				t.Fatalf("Apply = %v; want %v", err, tc.want)
 			}
@@ -573,7 +573,7 @@ func TestApplyRefuses(t *testing.T) {
 			if tc.state == "" {
 				return
 			}
-			script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+			script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -607,7 +607,7 @@ func TestConcurrentApply(t *testing.T) {
 		for range installs {
 			go func() {
 				<-start
-				res, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Machine: int64(round)})
+				res, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Machine: int64(round)})
 				if err == nil {
 					applied.Add(int64(len(res.Applied)))
 					if res.Version != sqlgen.Latest {
@@ -652,7 +652,7 @@ func waitForInstallLockTry(t *testing.T, db *sql.DB) {
 // and one that waits longer than LockWait names the session in the way.
 func TestApplyWaitsForAnotherInstall(t *testing.T) {
 	db, schema := database(t)
-	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	holder, err := db.Conn(context.Background())
@@ -666,7 +666,7 @@ func TestApplyWaitsForAnotherInstall(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
-	if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Errorf("Apply while another holds the lock, cancelled = %v; want the context's error", err)
 	}
 	var n int
@@ -683,7 +683,7 @@ func TestApplyWaitsForAnotherInstall(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	defer cancel2()
 	go func() {
-		_, err := Apply(ctx2, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: fresh})
+		_, err := Apply(ctx2, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: fresh})
 		done <- err
 	}()
 	waitForInstallLockTry(t, db)
@@ -701,7 +701,7 @@ func TestApplyWaitsForAnotherInstall(t *testing.T) {
 	}
 	defer func(w time.Duration) { LockWait = w }(LockWait)
 	LockWait = 200 * time.Millisecond
-	_, err = Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+	_, err = Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d", pid)) {
 		t.Errorf("Apply past LockWait = %v; want ErrLocked naming pid %d", err, pid)
 	}
@@ -714,7 +714,7 @@ func TestApplyLeavesSessionsAsTheyWere(t *testing.T) {
 	db, schema := database(t)
 	db.SetMaxOpenConns(2)
 	db.SetMaxIdleConns(2)
-	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	// Both pooled sessions (Apply's own and goose's) in turn.
@@ -745,7 +745,7 @@ func TestApplyLeavesSessionsAsTheyWere(t *testing.T) {
 // lock on them).
 func TestInsertersNeedNoUsageOnTheSchema(t *testing.T) {
 	db, schema := database(t)
-	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	role := pgtest.Role(t, dsnOf(t, db), "app", "")
@@ -831,21 +831,21 @@ func TestApplyUnsetNode(t *testing.T) {
 		err        string // Apply fails, saying this
 		errSQLCode string
 	}{
-		{"no settings", [2]string{}, false, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "", "", ""},
-		{"settings", [2]string{"1", "2"}, false, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "1/2", "", ""},
-		{"settings and a node", [2]string{"1", "2"}, false, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 4, Machine: 5}, "4/5", "", ""},
-		{"the zero options", [2]string{}, false, sqlgen.Options{Layout: snowflake.Twitter}, "0/0", "", ""},
-		{"settings over an install", [2]string{"1", "2"}, true, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "3/7", "", ""},
-		{"no settings over an install", [2]string{}, true, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "3/7", "", ""},
-		{"one setting", [2]string{"1", ""}, false, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "", "sfgen.machine (unset)", "22023"},
-		{"not a number", [2]string{"x", "2"}, false, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "", "sfgen.datacenter ('x')", "22023"},
-		{"out of range", [2]string{"99", "0"}, false, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true}, "", "datacenter 99 out of range", "22003"},
+		{"no settings", [2]string{}, false, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "", "", ""},
+		{"settings", [2]string{"1", "2"}, false, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "1/2", "", ""},
+		{"settings and a node", [2]string{"1", "2"}, false, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 4, Machine: 5}, "4/5", "", ""},
+		{"the zero options", [2]string{}, false, sqlgen.Options{Layout: snowflake.Twitter()}, "0/0", "", ""},
+		{"settings over an install", [2]string{"1", "2"}, true, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "3/7", "", ""},
+		{"no settings over an install", [2]string{}, true, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "3/7", "", ""},
+		{"one setting", [2]string{"1", ""}, false, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "", "sfgen.machine (unset)", "22023"},
+		{"not a number", [2]string{"x", "2"}, false, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "", "sfgen.datacenter ('x')", "22023"},
+		{"out of range", [2]string{"99", "0"}, false, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}, "", "datacenter 99 out of range", "22003"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			db, schema := database(t)
 			ctx := context.Background()
 			if tc.existing {
-				if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+				if _, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 					t.Fatal(err)
 				}
 				if _, err := db.Exec("SELECT " + schema + ".snowflake_set_node(3, 7)"); err != nil {
@@ -933,7 +933,7 @@ func TestApplyNeedsThePrivateSchema(t *testing.T) {
 	defer app.Close()
 	before := objects(t, db, schema)
 	private := catalog.PrivateSchema(schema)
-	_, err = Apply(context.Background(), app, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: true})
+	_, err = Apply(context.Background(), app, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, UnsetNode: true})
 	if !errors.Is(err, ErrPrivilege) || !strings.Contains(err.Error(), "GRANT CREATE ON DATABASE") ||
 		!strings.Contains(err.Error(), "CREATE SCHEMA "+private+" AUTHORIZATION "+role) {
 		t.Fatalf("Apply as a role without CREATE on the database = %v; want ErrPrivilege naming the GRANT and the CREATE SCHEMA", err)
@@ -944,7 +944,7 @@ func TestApplyNeedsThePrivateSchema(t *testing.T) {
 	if _, err := db.Exec("CREATE SCHEMA " + private + " AUTHORIZATION " + role); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Apply(context.Background(), app, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: true}); err != nil {
+	if _, err := Apply(context.Background(), app, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, UnsetNode: true}); err != nil {
 		t.Fatalf("Apply with the private schema made for it: %v", err)
 	}
 	var table bool

@@ -6,10 +6,11 @@ import (
 	"path/filepath"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/migrationdir"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -229,8 +230,8 @@ func (p *MigrationPlan) generator(at dirState, o MigrationOptions) error {
 // describeLayout names l for messages as the CLI does: a preset by its
 // name and spec, a custom layout by its spec.
 func describeLayout(l snowflake.Layout) string {
-	for _, name := range snowflake.PresetNames() {
-		if p, _ := snowflake.LayoutByName(name); p == l {
+	for _, name := range idkit.PresetNames() {
+		if p, _ := idkit.LayoutByName(name); p == l {
 			if name == l.String() {
 				break
 			}

@@ -10,9 +10,10 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/migrationdir"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -20,8 +21,8 @@ import (
 // in which order (by suffix, with "note: " for what it says instead), and
 // which errors are the caller's (usage) and which are not.
 func TestPlanMigrations(t *testing.T) {
-	twitter := snowflake.Twitter.String()
-	discord, _ := snowflake.LayoutByName("discord")
+	twitter := snowflake.Twitter().String()
+	discord, _ := idkit.LayoutByName("discord")
 	lib := filepath.Join(NativeDir("/srv/sfgen", twitter), native.Library)
 	install := func(r int) migrationdir.Found {
 		return migrationdir.Found{Name: "1_sfgen_snowflake.sql", Version: 1, Release: r, Schema: "ids", Layout: twitter}
@@ -32,7 +33,7 @@ func TestPlanMigrations(t *testing.T) {
 	switched := func(v int64, r int, library string) migrationdir.Found {
 		return migrationdir.Found{Name: "x_sfgen_native.sql", Version: v, Release: r, Schema: "ids", Layout: twitter, Generator: "native", Library: library}
 	}
-	fresh := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, UnsetNode: true}
+	fresh := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), UnsetNode: true}
 	const latest = sqlgen.Latest
 	// upgrades are the upgrade files from release from to the latest.
 	// From any earlier release, one upgrade file to the latest.
@@ -76,11 +77,11 @@ func TestPlanMigrations(t *testing.T) {
 			want: upgrades(2, "note: up to date: ")},
 		{name: "two schemas", found: []migrationdir.Found{install(1), {Name: "2_sfgen_release_2.sql", Version: 2, Release: 2, Schema: "other", Layout: twitter}}, o: MigrationOptions{SQL: fresh},
 			usage: true, err: "more than one schema or layout"},
-		{name: "node flags on an upgrade", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, Machine: 1}},
+		{name: "node flags on an upgrade", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), Machine: 1}},
 			usage: true, err: "the node flags apply to a first install only"},
-		{name: "conflicting schema", found: []migrationdir.Found{install(1)}, o: MigrationOptions{Dir: "db", SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter, UnsetNode: true}, SchemaSet: true},
+		{name: "conflicting schema", found: []migrationdir.Found{install(1)}, o: MigrationOptions{Dir: "db", SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter(), UnsetNode: true}, SchemaSet: true},
 			usage: true, err: "--schema public conflicts with db's sfgen migrations, which install into schema ids"},
-		{name: "schema not asked for", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter, UnsetNode: true}},
+		{name: "schema not asked for", found: []migrationdir.Found{install(1)}, o: MigrationOptions{SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter(), UnsetNode: true}},
 			want: upgrades(1)},
 		{name: "conflicting layout", found: []migrationdir.Found{install(1)}, o: MigrationOptions{Dir: "db", SQL: sqlgen.Options{Schema: "ids", Layout: discord, UnsetNode: true}, LayoutSet: true},
 			usage: true, err: "--layout discord (" + discord.String() + ") conflicts with db's sfgen migrations, which are for layout twitter (" + twitter + ")"},
@@ -128,7 +129,7 @@ func TestPlanMigrations(t *testing.T) {
 // (not the options'), and a native switch names the library under the
 // layout's directory, optional when asked.
 func TestPlanMigrationsContent(t *testing.T) {
-	o := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, UnsetNode: true}
+	o := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), UnsetNode: true}
 	p, err := planMigrations(nil, MigrationOptions{SQL: o, Generator: Native, NativeDir: "/srv/sfgen", Optional: true})
 	if err != nil {
 		t.Fatal(err)
@@ -140,14 +141,14 @@ func TestPlanMigrationsContent(t *testing.T) {
 	if !bytes.Equal(p.Steps[0].Content, want) {
 		t.Errorf("first install differs from sqlgen.Migration")
 	}
-	lib := filepath.Join(NativeDir("/srv/sfgen", snowflake.Twitter.String()), native.Library)
+	lib := filepath.Join(NativeDir("/srv/sfgen", snowflake.Twitter().String()), native.Library)
 	if !bytes.Contains(p.Steps[1].Content, []byte("-- Generator: native-if-available "+lib+"\n")) {
 		t.Errorf("native switch does not name %s, optional:\n%.400s", lib, p.Steps[1].Content)
 	}
 
-	discord, _ := snowflake.LayoutByName("discord")
+	discord, _ := idkit.LayoutByName("discord")
 	found := []migrationdir.Found{{Name: "1_sfgen_snowflake.sql", Version: 1, Release: sqlgen.Latest - 1, Schema: "app_ids", Layout: discord.String()}}
-	p, err = planMigrations(found, MigrationOptions{SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter, UnsetNode: true}})
+	p, err = planMigrations(found, MigrationOptions{SQL: sqlgen.Options{Schema: "public", Layout: snowflake.Twitter(), UnsetNode: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +166,7 @@ func TestPlanMigrationsContent(t *testing.T) {
 // header are usage errors, and a directory written with a plan plans
 // nothing more.
 func TestPlanMigrationsReadsDir(t *testing.T) {
-	o := MigrationOptions{Dir: filepath.Join(t.TempDir(), "missing"), SQL: sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter, UnsetNode: true}}
+	o := MigrationOptions{Dir: filepath.Join(t.TempDir(), "missing"), SQL: sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), UnsetNode: true}}
 	var ue *UsageError
 	if _, err := PlanMigrations(o); !errors.As(err, &ue) || !errors.Is(err, migrationdir.ErrNotDir) {
 		t.Errorf("missing dir: %v; want a usage error wrapping ErrNotDir", err)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -29,7 +29,7 @@ func releaseOneSlowPath(t *testing.T, schema, name string) string {
 // before an upgrade still runs.
 func releaseFunction(t *testing.T, schema string, release int, fn, name string) string {
 	t.Helper()
-	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, release)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func releaseFunction(t *testing.T, schema string, release int, fn, name string) 
 func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}
 	script, err := released.Script(o, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -74,7 +74,7 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass)", schema+".snowflake_state_guard").Scan(&parked); err != nil {
 		t.Fatal(err)
 	}
-	if max := snowflake.Twitter.Max(snowflake.FieldTimestamp); parked != max {
+	if max := snowflake.Twitter().Max(snowflake.FieldTimestamp); parked != max {
 		t.Fatalf("release 1's guard is %d after the upgrade; want it parked at %d", parked, max)
 	}
 	// The sessions around a statement still running release 1's code make
@@ -139,7 +139,7 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}
 	script, err := released.Script(o, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +199,7 @@ func releaseSixNextState(t *testing.T, schema, name string) string {
 func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}
 	script, err := released.Script(o, 6)
 	if err != nil {
 		t.Fatal(err)
@@ -221,7 +221,7 @@ func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass)", oldGuard).Scan(&parked); err != nil {
 		t.Fatal(err)
 	}
-	if max := snowflake.Twitter.Max(snowflake.FieldTimestamp); parked != max {
+	if max := snowflake.Twitter().Max(snowflake.FieldTimestamp); parked != max {
 		t.Fatalf("release 6's guard is %d after the upgrade; want it parked at %d", parked, max)
 	}
 	for i := range 3 {
@@ -253,7 +253,7 @@ func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 func TestUpgradeToSevenWaitsForReleaseSixCatchUp(t *testing.T) {
 	db, schema := database(t)
 	ctx := context.Background()
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, Datacenter: 3, Machine: 7}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}
 	script, err := released.Script(o, 6)
 	if err != nil {
 		t.Fatal(err)

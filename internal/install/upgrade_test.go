@@ -31,10 +31,10 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/pressly/goose/v3"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 	"github.com/sfgen/sfgen/migrations"
@@ -87,7 +87,7 @@ func newFixture(t *testing.T, db *sql.DB, dsn string) *fixture {
 	t.Cleanup(func() {
 		db.Exec("DROP SCHEMA IF EXISTS " + schema + " CASCADE; DROP SCHEMA IF EXISTS " + pgident.Quote(catalog.PrivateSchema(schema)) + " CASCADE")
 	})
-	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}, schema: schema}
+	return &fixture{t: t, db: db, dsn: dsn, o: sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}, schema: schema}
 }
 
 // drop removes the fixture's schema and the private schema of its leases.
@@ -346,7 +346,7 @@ func (f *fixture) checkKept(when string, before generator) {
 // up again).
 func (f *fixture) checkParked(when string) {
 	f.t.Helper()
-	if got, max := f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard"), snowflake.Twitter.Max(snowflake.FieldTimestamp); got != max {
+	if got, max := f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard"), snowflake.Twitter().Max(snowflake.FieldTimestamp); got != max {
 		f.t.Errorf("%s: release 1's guard snowflake_state_guard is at %d; want it parked at %d (the step from release 1 did not run)", when, got, max)
 	}
 }
@@ -947,7 +947,7 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 	}
 	f.createTable()
 	before := f.generator()
-	if res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(applyApplies(released.Last-1)) {
+	if res, err := Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: f.schema, UnsetNode: true}); err != nil || fmt.Sprint(res.Applied) != fmt.Sprint(applyApplies(released.Last-1)) {
 		t.Fatalf("Apply after the Down = %+v, %v; want %v applied", res, err, applyApplies(released.Last-1))
 	}
 	f.checkKept("after Down, snowflake_set_node() and Apply with UnsetNode again", before)
@@ -1252,7 +1252,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 			// guard. The step from release 1 must park it again.
 			f.exec("SELECT setval($1::regclass, 1)", f.schema+".snowflake_state_guard")
 			f.insertIDs(2)
-			if f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard") == snowflake.Twitter.Max(snowflake.FieldTimestamp) {
+			if f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard") == snowflake.Twitter().Max(snowflake.FieldTimestamp) {
 				t.Fatalf("release 1's code on release 1's script over release %d did not catch up: the test cannot tell whether its guard is parked again", r)
 			}
 			return f, hybrid

@@ -5,8 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // docsNative is docs/native.md's Go example, verbatim, so that it compiles
@@ -14,7 +14,7 @@ import (
 // it would build into /usr/local/lib/sfgen; TestInstallOwnerAndUninstall
 // and the tests beside it make the same calls in a temporary directory.
 func docsNative(ctx context.Context, conn *pgx.Conn) error {
-	so, err := native.Build(ctx, "/usr/local/lib/sfgen", snowflake.Twitter) // make USE_PGXS=1
+	so, err := native.Build(ctx, "/usr/local/lib/sfgen", snowflake.Twitter()) // make USE_PGXS=1
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -53,8 +53,8 @@ func TestNativeClockStepsBackUnderFaketime(t *testing.T) {
 	cluster := pgtest.Server(t)
 	ctx := context.Background()
 	conn := connect(t, cluster.DSN())
-	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 2, Machine: 3}, so, false)
-	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 2, Machine: 3}, so, true)
+	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 2, Machine: 3}, so, false)
+	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 2, Machine: 3}, so, true)
 	// The server's clock against this process's, in ms.
 	skew := func() int64 { return nowMs(t, conn) - time.Now().UnixMilli() }
 	if s := skew(); s < -1000 || s > 1000 {

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/native"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden headers under testdata and native/src")
@@ -26,8 +26,8 @@ func TestHeaderGolden(t *testing.T) {
 		layout snowflake.Layout
 		files  []string
 	}{
-		{snowflake.Twitter, []string{"testdata/sfgen_layout_twitter.h", "../../native/src/sfgen_layout.h"}},
-		{snowflake.Discord, []string{"testdata/sfgen_layout_discord.h"}},
+		{snowflake.Twitter(), []string{"testdata/sfgen_layout_twitter.h", "../../native/src/sfgen_layout.h"}},
+		{snowflake.Discord(), []string{"testdata/sfgen_layout_discord.h"}},
 		{other, []string{"testdata/sfgen_layout_41_6_6_10.h"}},
 	} {
 		got, err := native.Header(c.layout)

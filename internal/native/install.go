@@ -17,6 +17,7 @@ import (
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 )
 
 // The names the native generator goes by in a schema.
@@ -165,7 +166,7 @@ func installAs(ctx context.Context, conn *pgx.Conn, schema, soPath, name string)
 	var id int64
 	var pgErr *pgconn.PgError
 	switch err := sp.QueryRow(ctx, smoke).Scan(&id); {
-	case errors.As(err, &pgErr) && pgErr.Code == "SF201":
+	case errors.As(err, &pgErr) && pgErr.Code == sqlstate.NoNode:
 		if err := sp.Rollback(ctx); err != nil {
 			return fmt.Errorf("native: install into schema %s: %w", schema, err)
 		}

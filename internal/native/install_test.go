@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
@@ -54,12 +54,12 @@ func TestInstallRefuses(t *testing.T) {
 	so := library(t, tw)
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
-	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter})
-	installScript(t, conn, sqlgen.Options{Layout: snowflake.Discord, Schema: "discord"})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter()})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Discord(), Schema: "discord"})
 	mustExec(t, conn, "CREATE SCHEMA empty")
 	// A schema whose guard another role owns: Install refuses it before it
 	// replaces anything, as catalog.Inspect finds it untrusted.
-	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: "alien", Machine: 1}) // a node of its own
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "alien", Machine: 1}) // a node of its own
 	stranger := pgtest.Role(t, dsn, "native_stranger", "")
 	mustExec(t, conn, "ALTER SEQUENCE alien.snowflake_caught_up OWNER TO "+stranger)
 	_, appDSN := pgtest.LoginRole(t, dsn, "native_installer", "")
@@ -118,7 +118,7 @@ func TestInstallRefuses(t *testing.T) {
 func TestInstallWithNoNodeSet(t *testing.T) {
 	so := library(t, tw)
 	conn := connect(t, pgtest.DSN(t))
-	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, UnsetNode: true})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true})
 	if err := native.Install(context.Background(), conn, "public", so); err != nil {
 		t.Fatalf("Install with no node set: %v", err)
 	}
@@ -145,7 +145,7 @@ func TestInstallOwnerAndUninstall(t *testing.T) {
 	// The script's CREATE SCHEMA IF NOT EXISTS checks this privilege.
 	mustExec(t, super, "DO $$BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO "+owner+"', current_database()); END$$")
 	own := connect(t, ownerDSN)
-	installScript(t, own, sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 11, Machine: 22})
+	installScript(t, own, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 11, Machine: 22})
 	sqlDef := definition(t, super, "ids", native.FunctionName)
 	mustExec(t, own, "CREATE TABLE ids.t (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id())")
 	ctx := context.Background()
@@ -254,7 +254,7 @@ func TestBuildRefuses(t *testing.T) {
 // skeleton.
 func protocol(t *testing.T, release int) []string {
 	t.Helper()
-	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter}, release)
+	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter()}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,7 +327,7 @@ func TestHeaderMatchesSQL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, l := range []snowflake.Layout{tw, snowflake.Discord, other} {
+	for _, l := range []snowflake.Layout{tw, snowflake.Discord(), other} {
 		h, err := native.Header(l)
 		if err != nil {
 			t.Fatal(err)
@@ -367,7 +367,7 @@ func TestHeaderMatchesSQL(t *testing.T) {
 // owns (not sfgen's), saying so; the SQL one, bound at CREATE time, is not
 // affected either way.
 func TestNativeOwnObjectsOnly(t *testing.T) {
-	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4}, false)
+	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 3, Machine: 4}, false)
 	mustExec(t, conn, `CREATE SCHEMA evil;
 		CREATE SEQUENCE evil.snowflake_state; CREATE SEQUENCE evil.snowflake_caught_up;
 		SELECT setval('evil.snowflake_caught_up', 1);
@@ -409,7 +409,7 @@ func TestInstallWhileInserting(t *testing.T) {
 	so := library(t, tw)
 	dsn := pgtest.DSN(t)
 	conn := connect(t, dsn)
-	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 6, Machine: 7})
+	installScript(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 6, Machine: 7})
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), w int NOT NULL)")
 	ctx := context.Background()
 	var (
@@ -484,7 +484,7 @@ func TestInstallWhileInserting(t *testing.T) {
 func TestNativeWrapperInlined(t *testing.T) {
 	so := library(t, tw)
 	conn := connect(t, pgtest.DSN(t))
-	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}, so, false)
+	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}, so, false)
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), c int)")
 	for _, path := range []string{"public", "pg_catalog", "pg_temp, public"} {
 		mustExec(t, conn, "SET search_path = "+path)

@@ -11,11 +11,11 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/generatortest"
 )
@@ -165,4 +165,4 @@ func installNative(t *testing.T, conn *pgx.Conn, o sqlgen.Options, so string, si
 	}
 }
 
-var tw = snowflake.Twitter
+var tw = snowflake.Twitter()

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"unicode"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // MigrationOptions says what MigrationUp switches.

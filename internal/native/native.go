@@ -30,7 +30,8 @@ import (
 	"strings"
 	"text/template"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	nativesrc "github.com/sfgen/sfgen/native"
 )
@@ -106,7 +107,7 @@ func Header(l snowflake.Layout) ([]byte, error) {
 	}
 	sb := l.Bits(snowflake.FieldSequence)
 	// The SQL's range message, with %lld where it shows the value.
-	msg := snowflake.RangeMessage(snowflake.FieldTimestamp, "\x00", l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp))
+	msg := idkit.RangeMessage(snowflake.FieldTimestamp, "\x00", l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp))
 	msg = strings.ReplaceAll(strings.ReplaceAll(msg, "%", "%%"), "\x00", "%lld")
 	d := headerData{
 		Layout:         l.String(),

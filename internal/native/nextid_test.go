@@ -22,9 +22,9 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/generatortest"
 )
@@ -36,7 +36,7 @@ import (
 // cancelled. No ID is ever repeated, each session's IDs increase, and
 // every ID carries the node. It runs until enough of each has happened.
 func TestNativeMixedWithSQL(t *testing.T) {
-	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 9, Machine: 30}, true)
+	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 9, Machine: 30}, true)
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY, w int NOT NULL)")
 	ctx := context.Background()
 	const minRowsEach, minCutShort, minStale, minCancelled = 100000, 200, 200, 50
@@ -152,7 +152,7 @@ func TestNativeSequenceAlteredMidStatement(t *testing.T) {
 		return queryInt(t, conn, "SELECT pg_relation_filenode($1)::bigint", seq)
 	}
 	t.Run("state", func(t *testing.T) {
-		_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
+		_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 		mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY)")
 		alterAt(t, conn, fmt.Sprintf("ALTER SEQUENCE snowflake_state MAXVALUE %d", queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")))
 		before := filenode(t, conn, "snowflake_state")
@@ -168,7 +168,7 @@ func TestNativeSequenceAlteredMidStatement(t *testing.T) {
 		}
 	})
 	t.Run("guard", func(t *testing.T) {
-		_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
+		_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 		alterAt(t, conn, "ALTER SEQUENCE snowflake_caught_up RESTART")
 		before := filenode(t, conn, "snowflake_caught_up")
 		mustExec(t, conn, "BEGIN")
@@ -193,7 +193,7 @@ func TestNativeSequenceAlteredMidStatement(t *testing.T) {
 // "reached maximum value" error (SQLSTATE 2200H), every time: never a
 // wrapped ID, whatever the state's WAL logging ahead would overshoot.
 func TestNativeEndOfTheState(t *testing.T) {
-	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 4}, false)
+	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 3, Machine: 4}, false)
 	maxState := queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")
 	mustExec(t, conn, "SELECT setval('snowflake_state', $1)", maxState-2)
 	mustExec(t, conn, "SELECT setval('snowflake_caught_up', $1)", nowMs(t, conn)+60_000)
@@ -225,7 +225,7 @@ func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
 	dsn := cluster.DSN()
 	ctx := context.Background()
 	conn := connect(t, dsn)
-	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter}, so, false)
+	installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter()}, so, false)
 	maxState := queryInt(t, conn, "SELECT seqmax FROM pg_sequence WHERE seqrelid = 'snowflake_state'::regclass")
 	mustExec(t, conn, "SELECT setval('snowflake_caught_up', $1)", nowMs(t, conn)+600_000)
 	mustExec(t, conn, "BEGIN")
@@ -253,7 +253,7 @@ func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
 // and never uses a value, and its statement_timeout still ends it; once
 // the turn is free, the next call finishes the catch-up.
 func TestNativeCatchUpWaitsAndCancels(t *testing.T) {
-	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
+	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 	app := connect(t, dsn)
 	ctx := context.Background()
 	queryInt(t, app, "SELECT snowflake_next_id()")
@@ -282,7 +282,7 @@ func TestNativeCatchUpWaitsAndCancels(t *testing.T) {
 // statement and in one statement, gets from each its own schema's node
 // and state.
 func TestNativeTwoSchemasInOneSession(t *testing.T) {
-	so := library(t, snowflake.Twitter)
+	so := library(t, snowflake.Twitter())
 	conn := connect(t, pgtest.DSN(t))
 	schemas := []struct {
 		name   string
@@ -291,12 +291,12 @@ func TestNativeTwoSchemasInOneSession(t *testing.T) {
 	}{{"ids_a", 3, 4, 100}, {"ids_b", 5, 6, 2000}}
 	ms := nowMs(t, conn)
 	for _, s := range schemas {
-		installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter, Schema: s.name, Datacenter: s.dc, Machine: s.m}, so, false)
+		installNative(t, conn, sqlgen.Options{Layout: snowflake.Twitter(), Schema: s.name, Datacenter: s.dc, Machine: s.m}, so, false)
 		// Each state at its own sequence number, the guard a minute
 		// ahead: the fast path, whose next value is the state's + 1.
 		mustExec(t, conn, fmt.Sprintf("SELECT setval('%[1]s.snowflake_state', $1), setval('%[1]s.snowflake_caught_up', $2)", s.name), ms<<12|s.offset, ms+60_000)
 	}
-	tw := snowflake.Twitter
+	tw := snowflake.Twitter()
 	check := func(what string, id int64, i, call int) {
 		t.Helper()
 		s := schemas[i]
@@ -329,7 +329,7 @@ func TestNativeTwoSchemasInOneSession(t *testing.T) {
 // turn at once while the transaction is still open, and current_user is
 // the role's in the call's own statement and in the next.
 func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
-	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
+	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 	user, roleDSN := pgtest.LoginRole(t, dsn, "native_caller", "")
 	app := connect(t, roleDSN)
 	ctx := context.Background()
@@ -370,7 +370,7 @@ func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
 // is set yet) is called, its errors reach the caller unchanged, and its
 // value is used; replacing it takes effect from the next transaction.
 func TestNativeNodeFromAnyFunction(t *testing.T) {
-	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}, false)
+	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}, false)
 	mustExec(t, conn, `CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
 		BEGIN RAISE EXCEPTION USING ERRCODE = 'SF201', MESSAGE = 'sfgen: no node is set for schema public'; END $$`)
 	_, err := conn.Exec(context.Background(), "SELECT snowflake_next_id()")
@@ -421,7 +421,7 @@ func TestNativeNodeFromAnyFunction(t *testing.T) {
 // guard or EXECUTE on snowflake_next_state() gets insufficient_privilege, as
 // with the SQL generator, and the privilege given back makes IDs again.
 func TestNativePrivileges(t *testing.T) {
-	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
+	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 	user, roleDSN := pgtest.LoginRole(t, dsn, "native_user", "")
 	app := connect(t, roleDSN)
 	queryInt(t, app, "SELECT snowflake_next_id()")
@@ -469,7 +469,7 @@ func TestNativePrivileges(t *testing.T) {
 // pg_sequence_last_value() hold to the transaction's end, so that no
 // ALTER SEQUENCE gives the state or the guard a new file under it.
 func TestNativeHoldsTheSequencesLocks(t *testing.T) {
-	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter}, false)
+	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 	app := connect(t, dsn)
 	ctx := context.Background()
 	mustExec(t, owner, "SET lock_timeout = '100ms'")
@@ -501,7 +501,7 @@ func isInsufficientPrivilege(err error) bool {
 // ID is above the one before, and a node the procedure sets is in the IDs
 // of its next transaction.
 func TestNativeProcedureAcrossCommits(t *testing.T) {
-	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 2}, false)
+	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}, false)
 	mustExec(t, conn, "CREATE TABLE t (n int PRIMARY KEY, id bigint NOT NULL)")
 	mustExec(t, conn, `CREATE PROCEDURE p() LANGUAGE plpgsql AS $$
 		DECLARE v bigint;

@@ -27,7 +27,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // chromiumFlags are the flags of the browser the test starts, besides
@@ -351,7 +351,7 @@ func TestPageInChromium(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Config.Handler = hosts.Handler(Handler(Options{Layout: snowflake.Twitter}))
+	srv.Config.Handler = hosts.Handler(Handler(Options{Layout: snowflake.Twitter()}))
 	srv.Start()
 	defer srv.Close()
 	worked := strconv.Quote(strings.Join([]string{

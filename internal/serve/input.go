@@ -10,7 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 // ErrInput is the sentinel wrapped by every InputError.
@@ -54,19 +55,19 @@ type composition struct {
 // value reads the text s of field f in layout l as the command line reads
 // its flag: a decimal integer (an optional sign, leading zeros allowed) in
 // the field's range; a timestamp may also be an RFC 3339 time
-// (snowflake.ParseTime).
+// (idkit.ParseTime).
 func value(l snowflake.Layout, f snowflake.Field, s string) (int64, error) {
 	lo, hi := l.Min(f), l.Max(f)
 	var v big.Int
 	if _, ok := v.SetString(s, 10); !ok {
-		ms, ok := snowflake.ParseTime(s)
+		ms, ok := idkit.ParseTime(s)
 		if f != snowflake.FieldTimestamp || !ok {
 			return 0, &InputError{f.String(), s, syntaxMessage(l, f, s), snowflake.ErrSyntax}
 		}
 		v.SetInt64(ms)
 	}
 	if v.Cmp(big.NewInt(lo)) < 0 || v.Cmp(big.NewInt(hi)) > 0 {
-		return 0, &InputError{f.String(), s, snowflake.RangeMessage(f, v.String(), lo, hi), snowflake.ErrOutOfRange}
+		return 0, &InputError{f.String(), s, idkit.RangeMessage(f, v.String(), lo, hi), snowflake.ErrOutOfRange}
 	}
 	return v.Int64(), nil
 }
@@ -75,7 +76,7 @@ func value(l snowflake.Layout, f snowflake.Field, s string) (int64, error) {
 // number: the command line's.
 func syntaxMessage(l snowflake.Layout, f snowflake.Field, s string) string {
 	if f == snowflake.FieldTimestamp {
-		return snowflake.TimestampSyntaxMessage(l, s)
+		return idkit.TimestampSyntaxMessage(l, s)
 	}
 	return fmt.Sprintf("%s %q is not a whole number; want an integer in [%d, %d]", f, s, l.Min(f), l.Max(f))
 }

@@ -11,7 +11,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 //go:embed assets
@@ -102,7 +103,7 @@ func (s *server) view(q url.Values) (pageView, int) {
 		case snowflake.FieldTimestamp:
 			fv.Label, fv.InputMode = "timestamp (Unix ms or RFC 3339)", "text"
 			fv.Hint = fmt.Sprintf("%d to %d, or an RFC 3339 time from %s to %s; blank means now",
-				l.Min(f), l.Max(f), l.MinTime().Format(snowflake.TimeFormat), l.MaxTime().Format(snowflake.TimeFormat))
+				l.Min(f), l.Max(f), l.MinTime().Format(idkit.TimeFormat), l.MaxTime().Format(idkit.TimeFormat))
 		case snowflake.FieldMachine:
 			fv.Label = "machine (worker)"
 			fv.Hint += "; blank means 0"
@@ -173,10 +174,10 @@ func (s *server) view(q url.Values) (pageView, int) {
 
 // result describes id, whose parts in layout l are p.
 func result(l snowflake.Layout, id snowflake.ID, p snowflake.Parts, mode string) *resultView {
-	rv := &resultView{ID: id.String(), Time: p.Time().Format(snowflake.TimeFormat)}
+	rv := &resultView{ID: id.String(), Time: p.Time().Format(idkit.TimeFormat)}
 	bit := 63
 	var labels []string
-	for _, seg := range l.Segments(id) {
+	for _, seg := range idkit.Segments(l, id) {
 		sv := segmentView{Name: seg.Name, Short: shortNames[seg.Name], Class: "seg-" + seg.Name,
 			Span: len(seg.Bits), High: bit, Low: bit - len(seg.Bits) + 1, Bits: seg.Bits, Value: seg.Value}
 		switch seg.Name {
@@ -184,7 +185,7 @@ func result(l snowflake.Layout, id snowflake.ID, p snowflake.Parts, mode string)
 			sv.Meaning = "always 0, so the ID is a positive bigint"
 		case "timestamp":
 			sv.Meaning = fmt.Sprintf("Unix milliseconds: %s UTC, %d ms after the epoch %s",
-				rv.Time, seg.Value-l.Epoch(), l.MinTime().Format(snowflake.TimeFormat))
+				rv.Time, seg.Value-l.Epoch(), l.MinTime().Format(idkit.TimeFormat))
 		case "datacenter":
 			sv.Meaning = fmt.Sprintf("the datacenter, 0 to %d", l.Max(snowflake.FieldDatacenter))
 		case "machine":
@@ -220,8 +221,8 @@ func result(l snowflake.Layout, id snowflake.ID, p snowflake.Parts, mode string)
 
 // layoutName is a preset's name for l, or "custom".
 func layoutName(l snowflake.Layout) string {
-	for _, name := range snowflake.PresetNames() {
-		if p, _ := snowflake.LayoutByName(name); p == l {
+	for _, name := range idkit.PresetNames() {
+		if p, _ := idkit.LayoutByName(name); p == l {
 			return name
 		}
 	}

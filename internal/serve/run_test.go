@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // syncBuffer is a bytes.Buffer safe for the server's goroutines and the test.
@@ -99,7 +99,7 @@ func TestServeLogsAndLimits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var logw syncBuffer
 	served := make(chan error, 1)
-	go func() { served <- Serve(ctx, ln, testHandler(t, snowflake.Twitter), &logw) }()
+	go func() { served <- Serve(ctx, ln, testHandler(t, snowflake.Twitter()), &logw) }()
 	defer func() {
 		cancel()
 		if err := <-served; err != nil {

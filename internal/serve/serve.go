@@ -20,7 +20,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 // Options are a Handler's settings.
@@ -148,7 +149,7 @@ func (s *server) writeID(w http.ResponseWriter, id snowflake.ID) {
 		writeInputError(w, &InputError{"id", id.String(), err.Error(), err})
 		return
 	}
-	writeJSON(w, http.StatusOK, snowflake.NewBreakdown(s.layout, id, p))
+	writeJSON(w, http.StatusOK, idkit.NewBreakdown(s.layout, id, p))
 }
 
 func writeInputError(w http.ResponseWriter, err error) {

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // fixedNow is the clock of the tests: 2023-11-14T22:13:20Z.
@@ -62,7 +62,7 @@ func formula(t, dc, m, seq int64) int64 {
 }
 
 func TestAPIComposeMatchesTheFormula(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	for _, tc := range []struct {
 		query         string
 		t, dc, m, seq int64
@@ -102,7 +102,7 @@ func TestAPIComposeMatchesTheFormula(t *testing.T) {
 }
 
 func TestAPIErrors(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	for _, tc := range []struct {
 		target, field, msg string
 	}{
@@ -143,7 +143,7 @@ func TestAPIErrors(t *testing.T) {
 }
 
 func TestMethodsAndPaths(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	srv := httptest.NewServer(h)
 	defer srv.Close()
 	for _, path := range []string{"/", "/api/compose", "/api/decompose?id=1", "/assets/style.css", "/nope"} {
@@ -179,7 +179,7 @@ func TestMethodsAndPaths(t *testing.T) {
 }
 
 func TestSecurityHeaders(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	for _, path := range []string{"/", "/?id=abc", "/api/compose", "/api/decompose?id=x", "/assets/app.js", "/nope"} {
 		res, _ := get(t, h, "GET", path)
 		csp := res.Header.Get("Content-Security-Policy")
@@ -209,7 +209,7 @@ func TestSecurityHeaders(t *testing.T) {
 }
 
 func TestRequestSizeLimit(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	req := httptest.NewRequest("GET", "/api/decompose?id=1", strings.NewReader(strings.Repeat("x", maxBody+1)))
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
@@ -253,7 +253,7 @@ func segments(page string) []string {
 }
 
 func TestPage(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	workedSegments := []string{
 		"sign 0 0",
 		"timestamp 00000000000000000000000000000001111101000 1288834975657",
@@ -316,7 +316,7 @@ func TestPage(t *testing.T) {
 }
 
 func TestPageErrors(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	for _, tc := range []struct {
 		query, field, msg string
 	}{
@@ -359,7 +359,7 @@ func TestPageErrors(t *testing.T) {
 const hostile = `"><script>alert(1)</script>`
 
 func TestReflectedInputIsEscaped(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	for _, query := range []string{
 		"id=" + url.QueryEscape(hostile),
 		"timestamp=" + url.QueryEscape(hostile),
@@ -434,7 +434,7 @@ func TestLayout(t *testing.T) {
 	if !strings.Contains(html.UnescapeString(page), "sfgen compose --layout 'epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12' --timestamp 1600000000000 --datacenter 15 --machine 63 --sequence 0") {
 		t.Error("the page does not show the command for the layout")
 	}
-	_, body = get(t, testHandler(t, snowflake.Discord), "GET", "/api/decompose?id=175928847299117063")
+	_, body = get(t, testHandler(t, snowflake.Discord()), "GET", "/api/decompose?id=175928847299117063")
 	if want := `{"id":"175928847299117063","timestamp_ms":1462015105796,"time":"2016-04-30T11:18:25.796Z","datacenter_id":1,"machine_id":0,"sequence":7,"layout":"epoch=1420070400000 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; body != want {
 		t.Errorf("discord: got  %s\nwant %s", body, want)
 	}
@@ -449,13 +449,13 @@ func TestInputError(t *testing.T) {
 		{func() error { _, err := parseID("-5"); return err }(), "id", "-5", snowflake.ErrOutOfRange},
 		{func() error { _, err := parseID("x"); return err }(), "id", "x", snowflake.ErrSyntax},
 		{func() error { _, err := parseID(""); return err }(), "id", "", nil},
-		{func() error { _, err := value(snowflake.Twitter, snowflake.FieldSequence, "abc"); return err }(), "sequence", "abc", snowflake.ErrSyntax},
+		{func() error { _, err := value(snowflake.Twitter(), snowflake.FieldSequence, "abc"); return err }(), "sequence", "abc", snowflake.ErrSyntax},
 		{func() error {
-			_, err := value(snowflake.Twitter, snowflake.FieldTimestamp, "2010-11-04T01:42:54Z")
+			_, err := value(snowflake.Twitter(), snowflake.FieldTimestamp, "2010-11-04T01:42:54Z")
 			return err
 		}(), "timestamp", "2010-11-04T01:42:54Z", snowflake.ErrOutOfRange},
 		{func() error {
-			_, err := compose(snowflake.Twitter, composition{}, time.UnixMilli(0))
+			_, err := compose(snowflake.Twitter(), composition{}, time.UnixMilli(0))
 			return err
 		}(), "timestamp", "", snowflake.ErrOutOfRange}, // a clock before the epoch
 	} {
@@ -487,7 +487,7 @@ func TestHandlerRefusesTheZeroLayout(t *testing.T) {
 // with the message the command line gives for it alone, and says which
 // in its summary; the API, as the command line, names the first.
 func TestPageMarksEveryBadField(t *testing.T) {
-	h := testHandler(t, snowflake.Twitter)
+	h := testHandler(t, snowflake.Twitter())
 	res, page := get(t, h, "GET", "/?timestamp=yesterday&datacenter=32&sequence=abc")
 	if res.StatusCode != http.StatusBadRequest {
 		t.Errorf("status %d, want 400", res.StatusCode)

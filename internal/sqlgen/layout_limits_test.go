@@ -12,16 +12,17 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 // TestSQLArithmeticLimits checks, in PostgreSQL, the two limits of
 // release 2's arithmetic: snowflake_timestamp()'s expression is exact up
-// to snowflake.SQLMaxMillis and not one millisecond after; and bigint <<,
+// to idkit.SQLMaxMillis and not one millisecond after; and bigint <<,
 // as snowflake_next_state() shifts the clock, fits for clock readings up
-// to snowflake.StateMaxMillis with 16 sequence bits, and wraps silently,
+// to idkit.StateMaxMillis with 16 sequence bits, and wraps silently,
 // without an error, past them.
 func TestSQLArithmeticLimits(t *testing.T) {
 	conn := connect(t, pgtest.DSN(t))
@@ -35,25 +36,25 @@ func TestSQLArithmeticLimits(t *testing.T) {
 		}
 		return ok
 	}
-	for ms := snowflake.SQLMaxMillis - 100; ms <= snowflake.SQLMaxMillis; ms++ {
+	for ms := idkit.SQLMaxMillis - 100; ms <= idkit.SQLMaxMillis; ms++ {
 		if !exact(ms) {
 			t.Fatalf("snowflake_timestamp()'s arithmetic is not exact at %d ms, before SQLMaxMillis", ms)
 		}
 	}
-	if exact(snowflake.SQLMaxMillis + 1) {
+	if exact(idkit.SQLMaxMillis + 1) {
 		t.Errorf("snowflake_timestamp()'s arithmetic is exact at SQLMaxMillis+1: the limit is not tight")
 	}
 	shift := func(ms int64, bits int) int64 {
 		return queryInt(t, conn, "SELECT $1::bigint OPERATOR(pg_catalog.<<) $2::integer", ms, bits)
 	}
-	if got, want := shift(snowflake.StateMaxMillis, 16), snowflake.StateMaxMillis<<16; got != want {
+	if got, want := shift(idkit.StateMaxMillis, 16), idkit.StateMaxMillis<<16; got != want {
 		t.Errorf("StateMaxMillis << 16 = %d in PostgreSQL, want %d", got, want)
 	}
-	if got := shift(snowflake.StateMaxMillis+1, 16); got >= 0 {
+	if got := shift(idkit.StateMaxMillis+1, 16); got >= 0 {
 		t.Errorf("(StateMaxMillis+1) << 16 = %d in PostgreSQL; want it wrapped to a negative number", got)
 	}
 	// With 17 sequence bits even SQLMaxMillis wraps, so NewLayout stops at 16.
-	if got := shift(snowflake.SQLMaxMillis, 17); got >= 0 {
+	if got := shift(idkit.SQLMaxMillis, 17); got >= 0 {
 		t.Errorf("SQLMaxMillis << 17 = %d in PostgreSQL; want it wrapped", got)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"os"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen/generatortest"
 )
 
@@ -23,4 +23,4 @@ var (
 	nowMs         = generatortest.NowMs
 )
 
-var tw = snowflake.Twitter
+var tw = snowflake.Twitter()

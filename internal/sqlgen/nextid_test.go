@@ -23,10 +23,10 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -61,7 +61,7 @@ func findPsql() (string, error) {
 // (all that a client with no psql, such as docker-compose's test service,
 // can do).
 func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
-	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 3, Machine: 7})
+	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 3, Machine: 7})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
 // its own Down) and for the one migration file sfgen migration writes into an
 // application's directory (whose Down is another text).
 func TestNextIDMigrationDownRemovesWhatUpCreated(t *testing.T) {
-	o := sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 2, Machine: 5}
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 2, Machine: 5}
 	for _, c := range []struct {
 		name string
 		fsys func(t *testing.T) fs.FS

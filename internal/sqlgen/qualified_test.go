@@ -1,7 +1,7 @@
 package sqlgen_test
 
 import (
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"testing"
 
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -20,8 +20,8 @@ func TestRenderedSQLIsQualified(t *testing.T) {
 		name string
 		opts sqlgen.Options
 	}{
-		{"default", sqlgen.Options{Layout: snowflake.Twitter}},
-		{"ids_3_7", sqlgen.Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
+		{"default", sqlgen.Options{Layout: snowflake.Twitter()}},
+		{"ids_3_7", sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
 	} {
 		schema := tc.opts.Schema
 		if schema == "" {

@@ -10,9 +10,10 @@ import (
 	"text/template"
 	"time"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // Options say what to render.
@@ -290,7 +291,7 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 	}
 	msg := func(f snowflake.Field) string {
 		// The same words as the Go error, with %s where format() puts the value.
-		return snowflake.RangeMessage(f, "%s", l.Min(f), l.Max(f))
+		return idkit.RangeMessage(f, "%s", l.Min(f), l.Max(f))
 	}
 	d := &templateData{
 		Release:    Latest,

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -27,7 +27,7 @@ func TestGolden(t *testing.T) {
 		// (which package migrations holds to the plain script of public
 		// without a node), with a node; the plain script and the upgrade
 		// share its Up (TestRenderShape).
-		{"migration_ids_schema_node_3_7.sql", Migration, Options{Layout: snowflake.Twitter, Schema: "ids", Datacenter: 3, Machine: 7}},
+		{"migration_ids_schema_node_3_7.sql", Migration, Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
 	} {
 		t.Run(tc.golden, func(t *testing.T) {
 			got, err := tc.render(tc.opts)
@@ -53,15 +53,15 @@ func TestGolden(t *testing.T) {
 }
 
 func TestRenderShape(t *testing.T) {
-	script, err := Script(Options{Layout: snowflake.Twitter})
+	script, err := Script(Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	install, err := Migration(Options{Layout: snowflake.Twitter})
+	install, err := Migration(Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	upgrade, err := Upgrade(Options{Layout: snowflake.Twitter})
+	upgrade, err := Upgrade(Options{Layout: snowflake.Twitter()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,10 +135,10 @@ func TestRenderRejectsBadOptions(t *testing.T) {
 		opts Options
 		want error
 	}{
-		{Options{Layout: snowflake.Twitter, Schema: `x"; DROP TABLE t; --`}, pgident.ErrInvalidSchema},
-		{Options{Layout: snowflake.Twitter, Datacenter: 32}, snowflake.ErrOutOfRange},
-		{Options{Layout: snowflake.Twitter, Machine: -1}, snowflake.ErrOutOfRange},
-		{Options{Layout: snowflake.Twitter, UnsetNode: true, Machine: 1}, ErrNodeAndUnset},
+		{Options{Layout: snowflake.Twitter(), Schema: `x"; DROP TABLE t; --`}, pgident.ErrInvalidSchema},
+		{Options{Layout: snowflake.Twitter(), Datacenter: 32}, snowflake.ErrOutOfRange},
+		{Options{Layout: snowflake.Twitter(), Machine: -1}, snowflake.ErrOutOfRange},
+		{Options{Layout: snowflake.Twitter(), UnsetNode: true, Machine: 1}, ErrNodeAndUnset},
 	} {
 		renders := map[string]func(Options) ([]byte, error){"Script": Script, "Migration": Migration, "Preflight": Preflight, "Upgrade": Upgrade, "Generator": Generator}
 		for name, render := range renders {
@@ -159,12 +159,12 @@ func FuzzScriptSchema(f *testing.F) {
 	f.Fuzz(func(t *testing.T, name string) {
 		if pgident.ValidateSchema(name) != nil {
 			// "" is refused as a name but means public in Options.
-			if _, err := Script(Options{Layout: snowflake.Twitter, Schema: name}); err == nil && name != "" {
+			if _, err := Script(Options{Layout: snowflake.Twitter(), Schema: name}); err == nil && name != "" {
 				t.Fatalf("Script accepted schema %q that ValidateSchema refuses", name)
 			}
 			return
 		}
-		out, err := Script(Options{Layout: snowflake.Twitter, Schema: name})
+		out, err := Script(Options{Layout: snowflake.Twitter(), Schema: name})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // outOfRange is SQLSTATE numeric_value_out_of_range, which the generated

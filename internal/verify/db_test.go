@@ -17,10 +17,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/jackc/pgx/v5/stdlib"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -59,7 +59,7 @@ func installInto(t *testing.T, pool *pgxpool.Pool, schema string) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if _, err := install.Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema}); err != nil {
+	if _, err := install.Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -96,7 +96,7 @@ func TestDatabaseAgreesWithGo(t *testing.T) {
 		times += min(8192, *countFlag-done) / timesPerInput
 	}
 	if rep.Checked != *countFlag || rep.Valid == 0 || rep.Rejected == 0 || rep.Vectors == 0 ||
-		rep.TimeVectors != len(TimeVectors(snowflake.Twitter)) || rep.Times != times {
+		rep.TimeVectors != len(TimeVectors(snowflake.Twitter())) || rep.Times != times {
 		t.Errorf("report %+v does not cover the inputs asked for (want %d random times)", rep, times)
 	}
 	if !rep.OK() {
@@ -157,7 +157,7 @@ func TestDetectsBrokenSQL(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool, schema := database(t)
-			script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter, Schema: schema})
+			script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -213,7 +213,7 @@ func BenchmarkRun(b *testing.B) {
 	defer pool.Close()
 	defer pool.Exec(ctx, "DROP SCHEMA IF EXISTS sfgen_verify_bench CASCADE")
 	db, _ := sql.Open("pgx", pool.Config().ConnString())
-	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: "sfgen_verify_bench"}); err != nil {
+	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "sfgen_verify_bench"}); err != nil {
 		b.Fatal(err)
 	}
 	db.Close()
@@ -238,7 +238,7 @@ func TestGeneratorCheck(t *testing.T) {
 	if _, err := pool.Exec(ctx, "SELECT "+schema+".snowflake_set_node(3, 4)"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := CheckGenerator(ctx, pool, schema, snowflake.Twitter, 4, 2500, 5)
+	rep, err := CheckGenerator(ctx, pool, schema, snowflake.Twitter(), 4, 2500, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +252,7 @@ func TestGeneratorCheck(t *testing.T) {
 		SELECT `+schema+`.snowflake_compose(pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint, 0, 0, 0) $$`); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 4, 2500, 5)
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter(), 4, 2500, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -265,7 +265,7 @@ func TestGeneratorCheck(t *testing.T) {
 		SELECT pg_catalog.nextval('`+schema+`.snowflake_state') + `+schema+`.snowflake_compose(pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 3600000, 3, 4, 0) $$`); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 2, 100, 5)
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter(), 2, 100, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -276,7 +276,7 @@ func TestGeneratorCheck(t *testing.T) {
 	if _, err := pool.Exec(ctx, "DROP FUNCTION "+schema+".snowflake_next_id()"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 4, 2500, 5)
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter(), 4, 2500, 5)
 	if err != nil || rep.Skipped == "" || !rep.OK() {
 		t.Errorf("without snowflake_next_id(): %+v, %v; want skipped", rep, err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sync/errgroup"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // maxLagMS is how far behind the database clock snowflake_next_id() may

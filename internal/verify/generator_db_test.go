@@ -9,8 +9,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -33,7 +33,7 @@ func seedStateAhead(t *testing.T, pool *pgxpool.Pool, schema string) int64 {
 	if err := pool.QueryRow(context.Background(), `SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 60000`).Scan(&ahead); err != nil {
 		t.Fatal(err)
 	}
-	mustExecPool(t, pool, fmt.Sprintf("SELECT pg_catalog.setval('%s.snowflake_state', %d)", schema, ahead<<snowflake.Twitter.Bits(snowflake.FieldSequence)))
+	mustExecPool(t, pool, fmt.Sprintf("SELECT pg_catalog.setval('%s.snowflake_state', %d)", schema, ahead<<snowflake.Twitter().Bits(snowflake.FieldSequence)))
 	return ahead
 }
 
@@ -53,11 +53,11 @@ func TestGeneratorAheadOfTheClock(t *testing.T) {
 			seedStateAhead(t, pool, schema)
 			mustExecPool(t, pool, "SELECT pg_catalog.setval('"+schema+"."+catalog.CatchUpGuard(sqlgen.Latest)+"', "+guard.value+
 				") FROM (SELECT pg_catalog.floor(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint AS clock_ms) x")
-			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter, 4, 2500, 5)
+			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter(), 4, 2500, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
-			borrowed := int64(rep.IDs)>>snowflake.Twitter.Bits(snowflake.FieldSequence) + 1
+			borrowed := int64(rep.IDs)>>snowflake.Twitter().Bits(snowflake.FieldSequence) + 1
 			if !rep.OK() || rep.IDs != 10000 || rep.Ahead != rep.IDs || rep.AheadMS <= 0 || rep.AheadMS > 60000+borrowed || rep.NoState != "" {
 				t.Errorf("a minute ahead of the clock: ok %v, broken %v, %+v; want ok, every ID ahead by at most %d ms", rep.OK(), rep.Broken(), rep, 60000+borrowed)
 			}
@@ -150,7 +150,7 @@ func TestGeneratorBrokenGuarantees(t *testing.T) {
 			mustExecPool(t, pool, "CREATE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE plpgsql VOLATILE AS $$ "+
 				replaceSchema(body, schema)+" END $$")
 			// 2,000 IDs in all: the planted sequences stay under 4,096.
-			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter, 4, 500, 5)
+			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter(), 4, 500, 5)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -209,7 +209,7 @@ func TestGeneratorWithoutState(t *testing.T) {
 				"CREATE OR REPLACE FUNCTION "+schema+".snowflake_next_id() RETURNS bigint LANGUAGE sql VOLATILE AS $$ SELECT "+schema+".snowflake_compose("+
 					clockMS+" + "+tc.offset+", 3, 4, (pg_catalog.nextval('"+schema+".planted') % 4096)::integer) $$",
 				"DROP SEQUENCE "+schema+".snowflake_state")
-			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter, 4, 500, 5)
+			rep, err := CheckGenerator(context.Background(), pool, schema, snowflake.Twitter(), 4, 500, 5)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,8 +5,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/snowflake"
 )
 
 // CheckInstalled is Run's check of what schema holds, for the tests.

@@ -3,19 +3,20 @@ package verify
 import (
 	"math/rand/v2"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 // RandomLayout returns a random layout that snowflake.NewLayout accepts
 // and whose range holds the Unix milliseconds from to to (from <= to,
-// both from 0 to snowflake.SQLMaxMillis): a database whose clock is in
+// both from 0 to idkit.SQLMaxMillis): a database whose clock is in
 // that span can install it and make IDs with it. The same r and span give
 // the same layout. It favours the limits: 46 timestamp bits, 16 sequence
 // bits, the earliest and the latest epoch the span allows. It panics if
 // no layout can hold the span.
 func RandomLayout(r *rand.Rand, from, to int64) snowflake.Layout {
 	span := to - from + 1
-	if from < 0 || to > snowflake.SQLMaxMillis || span < 1 || span > 1<<46 {
+	if from < 0 || to > idkit.SQLMaxMillis || span < 1 || span > 1<<46 {
 		panic("verify: RandomLayout: no layout holds the span")
 	}
 	minTS := 1
@@ -39,7 +40,7 @@ func RandomLayout(r *rand.Rand, from, to int64) snowflake.Layout {
 		// The epoch: at most from, at least to - (2^ts - 1), and in the
 		// range NewLayout accepts.
 		lo := max(0, to-(int64(1)<<ts-1))
-		hi := min(from, snowflake.SQLMaxMillis-(int64(1)<<ts-1))
+		hi := min(from, idkit.SQLMaxMillis-(int64(1)<<ts-1))
 		if lo > hi {
 			continue
 		}

@@ -13,10 +13,11 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlcheck"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -100,7 +101,7 @@ func TestLayouts(t *testing.T) {
 	layouts := []struct {
 		name string
 		l    snowflake.Layout
-	}{{"twitter", snowflake.Twitter}, {"discord", snowflake.Discord}}
+	}{{"twitter", snowflake.Twitter()}, {"discord", snowflake.Discord()}}
 	add := func(name string, l snowflake.Layout, err error) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -110,9 +111,9 @@ func TestLayouts(t *testing.T) {
 			l    snowflake.Layout
 		}{name, l})
 	}
-	// The latest time at snowflake.SQLMaxMillis, the last that
+	// The latest time at idkit.SQLMaxMillis, the last that
 	// snowflake_timestamp() dates exactly; and the most sequence bits.
-	l, err := snowflake.NewLayout(snowflake.SQLMaxMillis-(1<<46-1), 46, 1, 1, 15)
+	l, err := snowflake.NewLayout(idkit.SQLMaxMillis-(1<<46-1), 46, 1, 1, 15)
 	add("latest time at the SQL's limit", l, err)
 	l, err = snowflake.NewLayout(0, 44, 1, 2, 16)
 	add("16 sequence bits", l, err)
@@ -159,8 +160,8 @@ func TestLayoutsSideBySide(t *testing.T) {
 		dc, m  int64
 		goose  bool
 	}{
-		{snowflake.Twitter, base + "_twitter", 1, 2, false},
-		{snowflake.Discord, base + "_discord", 3, 4, false},
+		{snowflake.Twitter(), base + "_twitter", 1, 2, false},
+		{snowflake.Discord(), base + "_discord", 3, 4, false},
 		{custom, base + "_custom", 5, 200, true},
 	}
 	for _, s := range schemas {
@@ -228,7 +229,7 @@ func TestLayoutsSideBySide(t *testing.T) {
 // 2016-04-30T11:18:25.796Z, worker 1, process 0, increment 7.
 func TestDiscordExampleInSQL(t *testing.T) {
 	pool, schema := database(t)
-	installLayout(t, pool, snowflake.Discord, schema, 0, 0)
+	installLayout(t, pool, snowflake.Discord(), schema, 0, 0)
 	ctx := context.Background()
 	const id = 175928847299117063
 	var got int64

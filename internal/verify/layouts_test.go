@@ -4,13 +4,14 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 // TestRandomLayout checks that RandomLayout's layouts are ones NewLayout
 // accepts, hold the span asked for, come again from the same seed, and
 // reach the limits: 46 timestamp bits with the latest time at
-// snowflake.SQLMaxMillis, 16 sequence bits, and the smallest widths.
+// idkit.SQLMaxMillis, 16 sequence bits, and the smallest widths.
 func TestRandomLayout(t *testing.T) {
 	const from, to = 1_700_000_000_000, 1_700_000_000_000 + 86_400_000
 	seen := map[string]bool{}
@@ -27,7 +28,7 @@ func TestRandomLayout(t *testing.T) {
 		if l.Min(snowflake.FieldTimestamp) > from || l.Max(snowflake.FieldTimestamp) < to {
 			t.Fatalf("seed %d: %v does not hold %d to %d", s, l, from, to)
 		}
-		if l.Bits(snowflake.FieldTimestamp) == 46 && l.Max(snowflake.FieldTimestamp) == snowflake.SQLMaxMillis {
+		if l.Bits(snowflake.FieldTimestamp) == 46 && l.Max(snowflake.FieldTimestamp) == idkit.SQLMaxMillis {
 			seen["latest time at SQLMaxMillis"] = true
 		}
 		if l.Bits(snowflake.FieldSequence) == 16 {

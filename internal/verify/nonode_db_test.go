@@ -5,8 +5,8 @@ import (
 	"database/sql"
 	"testing"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/install"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -21,10 +21,10 @@ func TestGeneratorCheckNoNode(t *testing.T) {
 	}
 	defer db.Close()
 	ctx := context.Background()
-	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter, Schema: schema, UnsetNode: true}); err != nil {
+	if _, err := install.Apply(ctx, db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, UnsetNode: true}); err != nil {
 		t.Fatal(err)
 	}
-	rep, err := CheckGenerator(ctx, pool, schema, snowflake.Twitter, 2, 100, 5)
+	rep, err := CheckGenerator(ctx, pool, schema, snowflake.Twitter(), 2, 100, 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +41,7 @@ func TestGeneratorCheckNoNode(t *testing.T) {
 	if _, err := pool.Exec(ctx, "SELECT "+schema+".snowflake_set_node(5, 6)"); err != nil {
 		t.Fatal(err)
 	}
-	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter, 2, 100, 5)
+	rep, err = CheckGenerator(ctx, pool, schema, snowflake.Twitter(), 2, 100, 5)
 	if err != nil || !rep.OK() || rep.Datacenter != 5 || rep.Machine != 6 || rep.IDs != 200 {
 		t.Errorf("node set: %+v, %v; want OK, node 5/6", rep, err)
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 )
 
 // A Time is one argument of snowflake_first_id and snowflake_last_id: a
@@ -192,7 +193,7 @@ func goRange(l snowflake.Layout, t Time) (first, last rangeAnswer) {
 		if t.Infinity < 0 {
 			v = "-infinity"
 		}
-		msg := snowflake.RangeMessage(snowflake.FieldTimestamp, v, l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp))
+		msg := idkit.RangeMessage(snowflake.FieldTimestamp, v, l.Min(snowflake.FieldTimestamp), l.Max(snowflake.FieldTimestamp))
 		return rangeAnswer{err: msg}, rangeAnswer{err: msg}
 	}
 	answer := func(id snowflake.ID, err error) rangeAnswer {

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // TestRangeFunctionsInDatabase calls snowflake_first_id and
@@ -35,7 +35,7 @@ func TestRangeFunctionsInDatabase(t *testing.T) {
 		}
 		return strconv.FormatInt(id, 10)
 	}
-	for _, v := range TimeVectors(snowflake.Twitter) {
+	for _, v := range TimeVectors(snowflake.Twitter()) {
 		for i, fn := range []string{"snowflake_first_id", "snowflake_last_id"} {
 			var id int64
 			err := pool.QueryRow(ctx, "SELECT "+schema+"."+fn+"($1)", v.Time.pg()).Scan(&id)
@@ -76,10 +76,10 @@ func TestRangeFunctionsInDatabase(t *testing.T) {
 func TestRangeFunctionsKeepTheirPromise(t *testing.T) {
 	pool, schema := database(t)
 	installInto(t, pool, schema)
-	g := newGenerator(snowflake.Twitter)
+	g := newGenerator(snowflake.Twitter())
 	r := rand.New(rand.NewPCG(seed(t), 7))
 	var times []pgtype.Timestamptz
-	for _, v := range TimeVectors(snowflake.Twitter) {
+	for _, v := range TimeVectors(snowflake.Twitter()) {
 		times = append(times, v.Time.pg())
 	}
 	for range 20000 {
@@ -94,7 +94,7 @@ WHERE pg_catalog.isfinite(u.t) AND u.t >= $2 AND u.t <= $3
        AND CASE WHEN s.f = 0 THEN true ELSE `+schema+`.snowflake_timestamp(s.f - 1) < u.t END
        AND `+schema+`.snowflake_timestamp(s.l) <= u.t
        AND CASE WHEN s.l = 9223372036854775807 THEN true ELSE `+schema+`.snowflake_timestamp(s.l + 1) > u.t END)`,
-		times, snowflake.Twitter.MinTime(), snowflake.Twitter.MaxTime())
+		times, snowflake.Twitter().MinTime(), snowflake.Twitter().MaxTime())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 func TestTimeString(t *testing.T) {
@@ -50,8 +50,8 @@ func TestPGTime(t *testing.T) {
 // Twitter layout, by hand: the SQL functions must give these.
 func TestTimeVectorsAnswers(t *testing.T) {
 	got := map[string][2]string{}
-	for _, v := range TimeVectors(snowflake.Twitter) {
-		f, l := goRange(snowflake.Twitter, v.Time)
+	for _, v := range TimeVectors(snowflake.Twitter()) {
+		f, l := goRange(snowflake.Twitter(), v.Time)
 		got[v.Name] = [2]string{f.String(), l.String()}
 	}
 	for name, want := range wantTimeAnswers() {
@@ -102,7 +102,7 @@ func wantTimeAnswers() map[string][2]string {
 // to: before the epoch, inside, after the last millisecond, on a whole
 // millisecond, and a microsecond either side of one.
 func TestRandomTimes(t *testing.T) {
-	g := newGenerator(snowflake.Twitter)
+	g := newGenerator(snowflake.Twitter())
 	r := rand.New(rand.NewPCG(1, 2))
 	var before, inside, after, exact, nearMS, pgEnds int
 	for range 20000 {
@@ -115,9 +115,9 @@ func TestRandomTimes(t *testing.T) {
 			t.Fatalf("random time %s outside timestamptz or not whole microseconds", tm)
 		}
 		switch {
-		case tm.Time.Before(snowflake.Twitter.MinTime()):
+		case tm.Time.Before(snowflake.Twitter().MinTime()):
 			before++
-		case tm.Time.After(snowflake.Twitter.MaxTime()):
+		case tm.Time.After(snowflake.Twitter().MaxTime()):
 			after++
 		default:
 			inside++

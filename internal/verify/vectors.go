@@ -3,7 +3,7 @@ package verify
 import (
 	"math"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 // A Vector is a fixed input every check runs first: the worked example and
@@ -47,7 +47,7 @@ func Vectors(l snowflake.Layout) []Vector {
 		{"sequence -1", Input{minTS, 0, 0, -1}},
 		{"every field out of range", Input{minTS - 1, -1, -1, -1}},
 	}
-	if l == snowflake.Discord {
+	if l == snowflake.Discord() {
 		vs = append(vs, Vector{"discord's documented example", DiscordExample})
 	}
 	return vs

@@ -8,7 +8,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/vectors.json from the Go composer")
@@ -42,7 +42,7 @@ func loadVectors(t *testing.T) []expectedVector {
 // and that the file holds exactly the vectors Run checks.
 func TestVectorsFile(t *testing.T) {
 	var computed []expectedVector
-	for _, v := range Vectors(snowflake.Twitter) {
+	for _, v := range Vectors(snowflake.Twitter()) {
 		e := expectedVector{Vector: v}
 		id, err := snowflake.Compose(v.Input.Timestamp, int64(v.Input.Datacenter), int64(v.Input.Machine), int64(v.Input.Sequence))
 		if err != nil {

@@ -15,12 +15,13 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-var tw = snowflake.Twitter
+var tw = snowflake.Twitter()
 
 // scenarios are the contract, one guarantee each, in the order Run runs
 // them.
@@ -61,7 +62,7 @@ var scenarios = []struct {
 // every call off by CatchUpLockWait.) How far behind, as a rule, depends
 // on the machine: it is logged, not checked.
 func concurrentUniqueAndMonotonic(t *testing.T, g Generator) {
-	dsn, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 21, Machine: 12})
+	dsn, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 21, Machine: 12})
 	// An INSERT evaluates the defaults in column order: before, id, after.
 	MustExec(t, conn, `CREATE TABLE t (before timestamptz NOT NULL DEFAULT clock_timestamp(),
 		id bigint PRIMARY KEY DEFAULT snowflake_next_id(),
@@ -151,7 +152,7 @@ func concurrentUniqueAndMonotonic(t *testing.T, g Generator) {
 // clock_timestamp() read just before and just after it, and the IDs span
 // at least the time slept.
 func oneStatementUsesTheClock(t *testing.T, g Generator) {
-	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	const rows, sleep = 5, 20 * time.Millisecond
 	if sleep <= sqlgen.LagLimit {
 		t.Fatalf("sleep %v must be longer than sqlgen.LagLimit %v", sleep, sqlgen.LagLimit)
@@ -209,7 +210,7 @@ func clockStepsBack(t *testing.T, g Generator) {
 		{"catch-up cut short", "0"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+			_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 			last := QueryInt(t, conn, "SELECT snowflake_next_id()")
 			d, err := tw.Decompose(snowflake.ID(last))
 			if err != nil {
@@ -251,7 +252,7 @@ func clockStepsBack(t *testing.T, g Generator) {
 // statement ends. Exactly: 4094 and 4095 of the millisecond, then 0, 1 of
 // the next.
 func borrowsTheNextMillisecond(t *testing.T, g Generator) {
-	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	ms := NowMs(t, conn) + 5000
 	MustExec(t, conn, "SELECT setval('snowflake_state', $1)", ms<<12|4093)
 	rows, err := conn.Query(context.Background(), "SELECT snowflake_next_id() FROM generate_series(1, 4)")
@@ -302,7 +303,7 @@ func rollbackNeverReuses(t *testing.T, g Generator) {
 		{"ahead of the clock, then a catch-up", ahead, "BEGIN", "ROLLBACK", false, staleGuard},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+			_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 			MustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), v int)")
 			if c.setup != "" {
 				MustExec(t, conn, c.setup)
@@ -343,7 +344,7 @@ func survivesRestart(t *testing.T, g Generator) {
 	dsn := cluster.DSN()
 	ctx := context.Background()
 	conn := Connect(t, dsn)
-	g.Install(t, conn, sqlgen.Options{Layout: snowflake.Twitter})
+	g.Install(t, conn, sqlgen.Options{Layout: snowflake.Twitter()})
 	MustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	conn.Close(ctx)
 	for _, restart := range []struct {
@@ -396,7 +397,7 @@ func survivesRestart(t *testing.T, g Generator) {
 // cut-short catch-up. It runs until enough of each has happened, not for
 // a fixed time.
 func cancelNeverLeavesALock(t *testing.T, g Generator) {
-	dsn, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+	dsn, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	MustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id(), w int)")
 	ctx := context.Background()
 	const minCancelled, minInserted, minCutShort = 300, 10000, 30
@@ -491,7 +492,7 @@ func cancelNeverLeavesALock(t *testing.T, g Generator) {
 // the guard) rather than find the turn taken and go without; nobody
 // waits.
 func catchUpInOpenTransactionBlocksNoOne(t *testing.T, g Generator) {
-	dsn, a := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+	dsn, a := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	MustExec(t, a, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	stale := makeStale(t, a)
 	MustExec(t, a, "BEGIN")
@@ -519,7 +520,7 @@ func catchUpInOpenTransactionBlocksNoOne(t *testing.T, g Generator) {
 // range (the composer's message). The IDs keep the node throughout, and
 // take the owner's change.
 func nodeOnlyOwnerChanges(t *testing.T, g Generator) {
-	dsn, owner := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 4, Machine: 2})
+	dsn, owner := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 4, Machine: 2})
 	MustExec(t, owner, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	role, roleDSN := pgtest.LoginRole(t, dsn, "nextid_app", "")
 	MustExec(t, owner, "GRANT INSERT, SELECT ON t TO "+role)
@@ -565,7 +566,7 @@ func nodeOnlyOwnerChanges(t *testing.T, g Generator) {
 	}
 	// Out-of-range node: the composer's words.
 	_, err = owner.Exec(context.Background(), "SELECT snowflake_set_node(32, 0)")
-	if want := snowflake.RangeMessage(snowflake.FieldDatacenter, "32", 0, 31); !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != want {
+	if want := idkit.RangeMessage(snowflake.FieldDatacenter, "32", 0, 31); !errors.As(err, &pe) || pe.Code != "22003" || pe.Message != want {
 		t.Errorf("set_node(32, 0): %v; want 22003 %q", err, want)
 	}
 	if dc, m := node(); dc != 4 || m != 2 {
@@ -584,7 +585,7 @@ func nodeOnlyOwnerChanges(t *testing.T, g Generator) {
 // invalidated), and so does a session in a transaction across the change,
 // from its next transaction on.
 func nodeChangeReachesLongLivedSessions(t *testing.T, g Generator) {
-	dsn, owner := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter, Datacenter: 1, Machine: 1})
+	dsn, owner := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 1})
 	MustExec(t, owner, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	ctx := context.Background()
 	cfg, err := pgxpool.ParseConfig(dsn)
@@ -694,7 +695,7 @@ func otherLayout(t *testing.T, g Generator) {
 // catch-up, each a call for nothing.) It inserts until the guard has
 // moved enough times, not a fixed number of rows.
 func catchesUpOncePerPeriod(t *testing.T, g Generator) {
-	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	// Each row keeps the guard as it was after its ID was made (an INSERT
 	// evaluates its columns in order).
 	MustExec(t, conn, "CREATE TABLE t (n bigserial, id bigint PRIMARY KEY DEFAULT snowflake_next_id(), guard bigint)")
@@ -751,7 +752,7 @@ func catchesUpOncePerPeriod(t *testing.T, g Generator) {
 // (the IDs' time would fall behind the clock) or cut short (the guard at
 // 0): then the call takes the slow path and catches up.
 func fastPathWindow(t *testing.T, g Generator) {
-	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter})
+	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	QueryInt(t, conn, "SELECT snowflake_next_id()") // a first catch-up
 	MustExec(t, conn, "BEGIN")
 	g.SlowCalls(t, conn) // counting from here

@@ -24,9 +24,10 @@ import (
 	"strings"
 	"text/template"
 
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/pgident"
-	"github.com/sfgen/sfgen/internal/snowflake"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -309,7 +310,7 @@ func newTemplateData(o Options, release int, goose bool) (*templateData, error) 
 	}
 	msg := func(f snowflake.Field) string {
 		// The same words as the Go error, with %s where format() puts the value.
-		return snowflake.RangeMessage(f, "%s", l.Min(f), l.Max(f))
+		return idkit.RangeMessage(f, "%s", l.Min(f), l.Max(f))
 	}
 	d := &templateData{
 		Release:    release,

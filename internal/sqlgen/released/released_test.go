@@ -8,7 +8,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sfgen/sfgen/internal/snowflake"
+	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
@@ -43,7 +43,7 @@ func TestTemplatesFrozen(t *testing.T) {
 }
 
 func TestUnknownRelease(t *testing.T) {
-	o := released.Options{Layout: snowflake.Twitter}
+	o := released.Options{Layout: snowflake.Twitter()}
 	for _, r := range []int{0, released.Last + 1} {
 		if b, err := released.Script(o, r); !errors.Is(err, released.ErrUnknownRelease) || b != nil {
 			t.Errorf("Script(%d) = %d bytes, %v; want ErrUnknownRelease", r, len(b), err)
