@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -174,8 +175,6 @@ func TestSQLMatchesCommittedScript(t *testing.T) {
 		// "" is public, as in every Options (catalog.ParseSchema).
 		{[]string{"--schema", ""}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "public", UnsetNode: true}},
 		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
-		// One node flag is a node: the other is 0.
-		{[]string{"--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter(), Machine: 7}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"sql"}, tc.args...)...)
 		want, err := sqlgen.Script(tc.o)
@@ -235,7 +234,7 @@ func TestMigrationUpgradesReleaseOne(t *testing.T) {
 		want string
 	}{
 		{[]string{"--schema", "public"}, "--schema public conflicts with " + dir + "'s sfgen migrations, which install into schema ids"},
-		{[]string{"--datacenter", "1"}, "the node flags apply to a first install only"},
+		{[]string{"--datacenter", "1", "--machine", "2"}, "the node flags apply to a first install only"},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"migration", "--dir", dir, "--sequential"}, tc.args...)...)
 		if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
@@ -327,5 +326,37 @@ func TestInstallKeepsTheNode(t *testing.T) {
 	}
 	if got := node("old"); !strings.HasPrefix(got, "datacenter 1, machine 2 (schema old, sfgen release 1,") {
 		t.Errorf("after the refused upgrade: %q; want release 1 with node 1/2", got)
+	}
+}
+
+// TestHalfANodeRefused: a node is given whole or not at all. One of
+// --datacenter and --machine without the other is exit 2 with one line,
+// on every command that takes them, before it reads any database or
+// writes any file (the DSN names no server, the directory stays empty).
+func TestHalfANodeRefused(t *testing.T) {
+	dir := t.TempDir()
+	const dsn = "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
+	for _, cmd := range [][]string{
+		{"install", "--dsn", dsn},
+		{"sql"},
+		{"migration", "--dir", dir},
+		{"node", "--dsn", dsn},
+		{"next"},
+	} {
+		for _, half := range []struct {
+			args []string
+			want string
+		}{
+			{[]string{"--datacenter", "1"}, "--datacenter 1 without --machine: give both --datacenter and --machine, or neither"},
+			{[]string{"--machine", "3"}, "--machine 3 without --datacenter: give both --datacenter and --machine, or neither"},
+		} {
+			code, out, errOut := sfgen(t, append(slices.Clone(cmd), half.args...)...)
+			if want := "sfgen " + cmd[0] + ": " + half.want + "\n"; code != exitUsage || out != "" || errOut != want {
+				t.Errorf("sfgen %q = %d, %q, %q; want exit %d and %q", append(slices.Clone(cmd), half.args...), code, out, errOut, exitUsage, want)
+			}
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("a refused migration wrote %v", entries)
 	}
 }

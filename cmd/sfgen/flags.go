@@ -300,21 +300,22 @@ func (c *cli) nodeFlags(l snowflake.Layout, usage string) nodeFlags {
 // given reports whether either flag was given.
 func (n nodeFlags) given() bool { return n.datacenter.set || n.machine.set }
 
+// half returns, when one of the flags was given without the other, the
+// error that refuses it: a node is given whole or not at all, never
+// completed with 0.
+func (n nodeFlags) half() error {
+	switch {
+	case n.datacenter.set && !n.machine.set:
+		return fmt.Errorf("--datacenter %d without --machine: give both --datacenter and --machine, or neither", n.datacenter.Int64())
+	case n.machine.set && !n.datacenter.set:
+		return fmt.Errorf("--machine %d without --datacenter: give both --datacenter and --machine, or neither", n.machine.Int64())
+	}
+	return nil
+}
+
 // values returns the datacenter and the machine.
 func (n nodeFlags) values() (datacenter, machine int64) {
 	return n.datacenter.Int64(), n.machine.Int64()
-}
-
-// over returns the node datacenter, machine with the given flags' values
-// in place of theirs.
-func (n nodeFlags) over(datacenter, machine int64) (int64, int64) {
-	if n.datacenter.set {
-		datacenter = n.datacenter.Int64()
-	}
-	if n.machine.set {
-		machine = n.machine.Int64()
-	}
-	return datacenter, machine
 }
 
 // asked returns the node the flags ask for, as install.Run takes it: a

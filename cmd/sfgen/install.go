@@ -92,6 +92,9 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
+	if err := sf.node.half(); err != nil {
+		return c.usageError("%v", err)
+	}
 	o := sf.options()
 	want, code, ok := c.generatorFlags(*nativeFlag, *nativeDir, "an absolute directory on the database server's machine, readable by its OS user, where the library is built and kept (the database loads it from there)")
 	if !ok {

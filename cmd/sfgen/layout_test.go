@@ -231,9 +231,9 @@ func TestLayoutsSideBySide(t *testing.T) {
 		{[]string{"bench", "--schema", "custom", "--layout", "discord"}, exitFail,
 			"sfgen bench: schema custom was generated for layout " + customSpec + ", not --layout discord (" + discordSpec + ")"},
 		// node takes its ranges from the schema's layout.
-		{[]string{"node", "--schema", "custom", "--datacenter", "16"}, exitUsage,
+		{[]string{"node", "--schema", "custom", "--datacenter", "16", "--machine", "0"}, exitUsage,
 			"sfgen node: datacenter 16 out of range [0, 15] in schema custom's layout, " + customSpec},
-		{[]string{"node", "--schema", "public", "--machine", "32"}, exitUsage,
+		{[]string{"node", "--schema", "public", "--datacenter", "0", "--machine", "32"}, exitUsage,
 			"sfgen node: machine 32 out of range [0, 31] in schema public's layout, twitter (" + snowflake.Twitter().String() + ")"},
 	} {
 		code, out, errOut := sfgen(t, append(tc.args, "--dsn", dsn)...)

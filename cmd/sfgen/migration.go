@@ -79,6 +79,9 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
+	if err := sf.node.half(); err != nil {
+		return c.usageError("%v", err)
+	}
 	if *dir == "" {
 		return c.usageError("missing --dir; name your goose migrations directory")
 	}

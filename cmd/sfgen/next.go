@@ -25,7 +25,8 @@ sfgen next [--layout NAME|SPEC] [--datacenter N] [--machine N] [--count N] [--js
 
 Generates --count Snowflake IDs in the layout (Twitter's unless --layout
 says otherwise) for one node, one a line, each larger than the one before.
-Omitted --datacenter and --machine mean 0; their ranges are the layout's.
+Omitted --datacenter and --machine mean node 0/0; give both or neither.
+Their ranges are the layout's.
 
 A node issues at most 2^sequence bits IDs a millisecond (Twitter's 12
 bits: 4096, 4,096,000 a second) and no ID is ahead of the clock, so in
@@ -53,7 +54,7 @@ Examples:
   sfgen next
   sfgen next --datacenter 1 --machine 7 --count 1000
   sfgen next --count 3 --json
-  sfgen next --layout discord --datacenter 1 --count 5
+  sfgen next --layout discord --datacenter 1 --machine 0 --count 5
   sfgen next --dsn postgres://app@localhost/app --count 1000
 `
 
@@ -81,6 +82,9 @@ func runNext(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			if c.flagSet(f) {
 				return c.usageError("--%s goes with --dsn, which leases the node", f)
 			}
+		}
+		if err := node.half(); err != nil {
+			return c.usageError("%v", err)
 		}
 		gen, err := l.NewGenerator(node.values())
 		if err != nil {

@@ -56,7 +56,7 @@ func TestNext(t *testing.T) {
 		{[]string{"--count", "1"}, 1, 0, 0},
 		{[]string{"--datacenter", "31", "--machine", "31"}, 1, 31, 31},
 		{[]string{"--count=20000", "--datacenter=3", "--machine=7"}, 20000, 3, 7},
-		{[]string{"--machine", "1", "--count", "5000"}, 5000, 0, 1},
+		{[]string{"--datacenter", "0", "--machine", "1", "--count", "5000"}, 5000, 0, 1},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"next"}, tc.args...)...)
 		if code != 0 || errOut != "" {
@@ -108,7 +108,7 @@ func TestNextRunsInARow(t *testing.T) {
 		if i%50 == 0 {
 			count = "4097"
 		}
-		code, out, errOut := sfgen(t, "next", "--count", count, "--machine", "9")
+		code, out, errOut := sfgen(t, "next", "--count", count, "--datacenter", "0", "--machine", "9")
 		if code != 0 || errOut != "" {
 			t.Fatalf("run %d: exit %d, stderr %q", i, code, errOut)
 		}

@@ -29,8 +29,9 @@ IDs its own node, or their IDs can collide.
 
 Without --datacenter and --machine it prints the current node, with the
 schema, its sfgen release and the layout it was installed for. With either
-or both it sets them, each within the range of the schema's layout (the one not given keeps its value) and prints the old
-and the new node. Setting takes effect for every session from its next
+it sets the node, each within the range of the schema's layout, and prints the old
+and the new node; one without the other is refused (exit 2): a node is
+given whole. Setting takes effect for every session from its next
 transaction on, and needs the privileges of the role that owns sfgen's
 functions (the one that installed them); the node is stored in the
 database, so no session setting can change it. Setting takes one --dsn
@@ -38,8 +39,7 @@ and one --schema.
 
 A schema installed without a node (sfgen release 3 or later, with no node
 flags and no sfgen.datacenter/sfgen.machine settings) shows "no node":
-its snowflake_next_id() refuses to make IDs until the node is set, which
-takes both --datacenter and --machine.
+its snowflake_next_id() refuses to make IDs until the node is set.
 
 Fleet check: with several --dsn, several --schema, or both (every schema
 in every database), it lists each database and schema with its node,
@@ -110,6 +110,9 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	if code, done := c.parseFlags(args); done {
 		return code
+	}
+	if err := node.half(); err != nil {
+		return c.usageError("%v", err)
 	}
 	if len(schemas) == 0 {
 		schemas = stringsFlag{catalog.Public.Name()}
@@ -195,15 +198,12 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 			fmt.Fprintf(stderr, "sfgen node: snowflake_next_id() refuses to make IDs until a node is set: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N\n", schema)
 			return exitOK
 		}
-		if !node.datacenter.set || !node.machine.set {
-			return c.usageError("schema %s has no node yet: give both --datacenter and --machine", schema)
-		}
 	}
 	if !node.given() {
 		fmt.Fprintf(stdout, "%s %s\n", old, where)
 		return exitOK
 	}
-	dc, m := node.over(oldDC, oldM)
+	dc, m := node.values()
 	// On Citus, this node's own (snowflake_set_node() replaces a function).
 	if _, err := tx.ExecContext(ctx, catalog.CitusLocalDDL(true)); err != nil {
 		return c.fail("set the node: %s", redactErr(err, dsn))

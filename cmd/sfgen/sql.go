@@ -38,6 +38,9 @@ func runSQL(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
+	if err := sf.node.half(); err != nil {
+		return c.usageError("%v", err)
+	}
 	o := sf.options()
 	script, err := sqlgen.Script(o)
 	if err != nil {
