@@ -14,7 +14,7 @@ import (
 // (internal/sqlgen) and reads. Releases are numbered from 1; a released
 // file never changes, and every change to the SQL is a new release with a
 // migration from the one before.
-const Latest = 7
+const Latest = 8
 
 // MarkedFunctions are the functions whose comments end with ReleaseMarker
 // of the release that wrote them (from release 2 on): a schema that says

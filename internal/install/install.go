@@ -36,6 +36,7 @@ import (
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlstate"
 )
@@ -184,6 +185,8 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 			undo(conn, schema, !schemaExisted)
 			return nil, err
 		}
+	} else if err := adoptEmpty(ctx, conn, db, fsys, schema, in); err != nil {
+		return nil, err
 	}
 	// in, read under the lock, still holds: since, only the schema (if it
 	// was missing) and the version table were made.
@@ -203,6 +206,20 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 		}
 	}
 	var restale func()
+	if in.Release == sqlgen.Latest && len(in.Stale) == 0 {
+		// A copy made without the rows of sfgen's tables (pg_dump
+		// --schema-only) holds the latest release without the catch-up's
+		// turns: run the latest file again, which restores them.
+		missing, err := turnsMissing(ctx, conn, schema)
+		if err != nil {
+			return nil, err
+		}
+		if missing {
+			if restale, err = forget(ctx, conn, schema, in.Release); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if tableExisted && len(in.Stale) > 0 && in.Release <= sqlgen.Latest {
 		// An older release's plain script ran over release N, recorded
 		// in the version table: take N's record out, so that goose runs
@@ -221,6 +238,21 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 		restale()
 	}
 	return res, err
+}
+
+// turnsMissing reports whether the catch-up's turn table (release 7 on)
+// lacks rows, as in a copy made without its data.
+func turnsMissing(ctx context.Context, conn *sql.Conn, schema catalog.Schema) (bool, error) {
+	table := pgident.Quote(catalog.PrivateSchema(schema.Name())) + ".snowflake_catch_up_turn"
+	var exists, missing bool
+	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
+		return false, err
+	}
+	err := conn.QueryRowContext(ctx, "SELECT (SELECT pg_catalog.count(*) FROM "+table+") OPERATOR(pg_catalog.<) $1::bigint", sqlgen.CatchUpTurns).Scan(&missing)
+	if err != nil {
+		return false, fmt.Errorf("count the rows of %s: %w", table, err)
+	}
+	return missing, nil
 }
 
 // forget deletes the version table's rows of release and later, and
@@ -311,6 +343,25 @@ func adopt(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema c
 		}
 	}
 	return nil
+}
+
+// adoptEmpty records, in a version table that exists without a row (a
+// copy made without its rows, such as pg_dump --schema-only restores),
+// goose's version 0 and the releases the schema holds, as adopt does for
+// a schema without the table: goose refuses a table without version 0.
+func adoptEmpty(ctx context.Context, conn *sql.Conn, db *sql.DB, fsys fs.FS, schema catalog.Schema, in catalog.Installed) error {
+	table := schema.Quoted() + "." + VersionTable
+	var empty bool
+	if err := conn.QueryRowContext(ctx, "SELECT NOT EXISTS (SELECT FROM "+table+")").Scan(&empty); err != nil {
+		return fmt.Errorf("read %s: %w", table, err)
+	}
+	if !empty {
+		return nil
+	}
+	if _, err := conn.ExecContext(ctx, "INSERT INTO "+table+" (version_id, is_applied) VALUES (0, true)"); err != nil {
+		return fmt.Errorf("record version 0 in %s, which has no rows: %w", table, err)
+	}
+	return adopt(ctx, conn, db, fsys, schema, in)
 }
 
 // trusted refuses a schema that another role could put objects in, or

@@ -787,8 +787,9 @@ func TestSameEndStateOnEveryRoute(t *testing.T) {
 	}
 }
 
-// TestDownRestoresEachRelease runs the release line's Down from the
-// latest release one release at a time to release 1, Up again, and Down
+// TestDownRestoresEachRelease runs the release line's Down from the last
+// release that has one (released.Last: later upgrades refuse their Down)
+// one release at a time to release 1, Up again, and Down
 // to nothing with goose, and compares each step with a fresh install of
 // that release (by its own plain script), node and state kept.
 func TestDownRestoresEachRelease(t *testing.T) {
@@ -796,7 +797,7 @@ func TestDownRestoresEachRelease(t *testing.T) {
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
 	fresh := map[int]snapshot{}
-	for r := 1; r <= sqlgen.Latest; r++ {
+	for r := 1; r <= released.Last; r++ {
 		f := newFixture(t, db, dsn)
 		f.runScript(fmt.Sprintf("ScriptAt(%d)", r), scriptAt(r))
 		f.setNode(testDatacenter, testMachine)
@@ -813,16 +814,16 @@ func TestDownRestoresEachRelease(t *testing.T) {
 	f.applied("UpTo(1)")(p.UpTo(ctx, 1))
 	f.setNode(testDatacenter, testMachine)
 	f.createTable()
-	f.applied("Up")(p.Up(ctx))
-	if r := f.release(); r != sqlgen.Latest {
-		t.Fatalf("after Up, release %d; want %d", r, sqlgen.Latest)
+	f.applied("Up")(p.UpTo(ctx, released.Last))
+	if r := f.release(); r != released.Last {
+		t.Fatalf("after Up, release %d; want %d", r, released.Last)
 	}
-	if d := fresh[sqlgen.Latest].diff(f.snapshot()); d != "" {
-		t.Errorf("after Up, the schema differs from a fresh release %d:%s", sqlgen.Latest, d)
+	if d := fresh[released.Last].diff(f.snapshot()); d != "" {
+		t.Errorf("after Up, the schema differs from a fresh release %d:%s", released.Last, d)
 	}
 	f.insertIDs(10)
 
-	for r := sqlgen.Latest; r > 1; r-- {
+	for r := released.Last; r > 1; r-- {
 		before := f.generator()
 		res, err := p.Down(ctx)
 		if err != nil {
@@ -844,9 +845,9 @@ func TestDownRestoresEachRelease(t *testing.T) {
 	}
 
 	before := f.generator()
-	f.applied("Up again")(p.Up(ctx))
-	if d := fresh[sqlgen.Latest].diff(f.snapshot()); d != "" {
-		t.Errorf("after Down and Up, the schema differs from a fresh release %d:%s", sqlgen.Latest, d)
+	f.applied("Up again")(p.UpTo(ctx, released.Last))
+	if d := fresh[released.Last].diff(f.snapshot()); d != "" {
+		t.Errorf("after Down and Up, the schema differs from a fresh release %d:%s", released.Last, d)
 	}
 	f.checkKept("after Down and Up again", before)
 
@@ -904,13 +905,13 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 	unset := newFixture(t, db, dsn)
 	unset.o.UnsetNode = true
 	unset.createSchema()
-	unset.applied("Up over migrations.FS")(unset.appProvider().Up(ctx))
+	unset.applied("Up over migrations.FS")(unset.appProvider().UpTo(ctx, released.Last))
 	latestUnset := unset.snapshot()
 
 	f := newFixture(t, db, dsn)
 	f.o.UnsetNode = true
 	f.createSchema()
-	f.applied("Up over migrations.FS")(f.appProvider().Up(ctx))
+	f.applied("Up over migrations.FS")(f.appProvider().UpTo(ctx, released.Last))
 	f.checkUnset("goose Up over migrations.FS")
 	f.exec("SELECT * FROM " + f.schema + ".snowflake_lease_take('test', 60000)")
 	res, err := f.appProvider().Down(ctx)
@@ -933,7 +934,7 @@ func TestDownKeepsAnUnsetNode(t *testing.T) {
 		t.Errorf("after Down with no node set, snowflake_node_bits() is %q; want the one that refuses", got[nodeBits])
 	}
 	// Up again: still no node, as a fresh install without one.
-	f.applied("Up again with no node set")(f.appProvider().Up(ctx))
+	f.applied("Up again with no node set")(f.appProvider().UpTo(ctx, released.Last))
 	f.checkUnset("Down and Up with no node set")
 	if d := latestUnset.diff(f.snapshot()); d != "" {
 		t.Errorf("after Down and Up with no node set, the schema differs from a fresh release %d without a node:%s", released.Last, d)
@@ -1115,7 +1116,7 @@ func TestUpgradeUnderLoad(t *testing.T) {
 				}
 			}, sqlgen.Latest, false})
 	}
-	for from := sqlgen.Latest; from > 1; from-- {
+	for from := released.Last; from > 1; from-- {
 		changes = append(changes, change{fmt.Sprintf("goose_down_from_%d", from), int64(from), func(f *fixture) {
 			if _, err := f.appProvider().Down(ctx); err != nil {
 				f.t.Fatalf("goose Down under load: %v", err)
@@ -1390,7 +1391,7 @@ func TestStatementAcrossUpgrade(t *testing.T) {
 			change{fmt.Sprintf("up_next_id_from_%d", from), int64(from), "id", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure},
 			change{fmt.Sprintf("up_timestamp_from_%d", from), int64(from), "ts", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure})
 	}
-	for from := sqlgen.Latest; from > 1; from-- {
+	for from := released.Last; from > 1; from-- {
 		guard, drops := downDropsGuard[from]
 		if !drops {
 			// A Down that replaces the functions in place and drops only

@@ -44,11 +44,11 @@ const Release = 7
 
 // Releases are the SQL releases the native generator installs over:
 // those whose snowflake_next_id(), snowflake_next_state() and state
-// objects are release 7's (TestReleasesShareTheProtocol checks each one
+// objects follow release 7's protocol (TestReleasesShareTheProtocol checks each one
 // sqlgen renders). Releases 2 to 6 shared release 2's protocol, which a
 // library built before release 7 follows; such a library is named apart
 // (LibraryHash), so that a server can keep both.
-var Releases = []int{7}
+var Releases = []int{7, 8}
 
 // Library is the file name of the built library in Build's directory.
 const Library = "sfgen_native.so"

@@ -27,6 +27,7 @@ const (
 	NoFreeNode       = "SF202"
 	NodeLeased       = "SF203"
 	NodeTaken        = "SF204"
+	NoTurns          = "SF205"
 	AheadOrUnloaded  = "SF301"
 	NativeLayout     = "SF302"
 	NativeMissing    = "SF303"
@@ -102,6 +103,8 @@ var Codes = []Code{
 		"snowflake_lease_reserve() (release 3 on)", nil, "", false},
 	{NodeTaken, "NodeTaken", "the node is another maker's (a lease, a reservation or a schema's own node): a node belongs to one maker at a time",
 		"the node registry's check (release 4 on): snowflake_set_node(), a first install, reservations", nil, "", false},
+	{NoTurns, "NoTurns", "the catch-up's turn table has no row for the current turn: the database is a copy made without the table's rows (pg_dump --schema-only, a logical replication subscriber's first step); 'sfgen install' on it restores them",
+		"snowflake_next_state() (release 8 on), instead of waiting for ever", nil, "", false},
 	{AheadOrUnloaded, "AheadOrUnloaded", "sfgen convert: the column holds IDs at or above the first ID snowflake_next_id() makes now; the native migration: this server cannot load the native library",
 		"convert.sql (convert.ErrAhead) and the native generator's migration", nil, "", false},
 	{NativeLayout, "NativeLayout", "the native library was built for another layout than the migration's or the schema's",

@@ -93,9 +93,13 @@ func releaseFiles(r int) []string {
 }
 
 // Script renders the plain install script of release, 1 to Last, as
-// that release shipped it.
+// that release shipped it; for sqlgen.Latest, when it is later than Last,
+// the current tree's (sqlgen.Script), so that a test can walk every
+// release up to the latest.
 func Script(o Options, release int) ([]byte, error) {
 	switch {
+	case release == sqlgen.Latest && release > Last:
+		return sqlgen.Script(o)
 	case release == 1:
 		return render(o, 1, "snowflake.sql.tmpl", false)
 	case release >= 2 && release <= Last:
@@ -130,6 +134,9 @@ func Upgrade(o Options, to int) ([]byte, error) {
 // and functions it uses, as that release's migrations created them (2 to
 // Last).
 func Generator(o Options, release int) ([]byte, error) {
+	if release == sqlgen.Latest && release > Last {
+		return sqlgen.Generator(o)
+	}
 	if release < 2 || release > Last {
 		return nil, fmt.Errorf("the SQL generator of release %d: %w", release, ErrUnknownRelease)
 	}
@@ -144,11 +151,12 @@ func Generator(o Options, release int) ([]byte, error) {
 	return []byte(s), nil
 }
 
-// Migrations renders the release line as sfgen shipped it up to release
-// Last, one goose file a release: 00001_sfgen_snowflake.sql installs
-// release 1, and each later file upgrades the one before. For the Twitter
-// layout in schema public with node 0/0 they are migrations.FS's first
-// Last files.
+// Migrations renders the release line as migrations.FS carries it, one
+// goose file a release: 00001_sfgen_snowflake.sql installs release 1, and
+// each later file upgrades the one before, as sfgen shipped them up to
+// release Last; then, when sqlgen.Latest is later, the current tree's
+// upgrade (sqlgen.Upgrade) as sqlgen.Latest's file. For the Twitter layout
+// in schema public with node 0/0 they are migrations.FS.
 func Migrations(o Options) ([]sqlgen.File, error) {
 	first, err := render(o, 1, "snowflake.sql.tmpl", true)
 	if err != nil {
@@ -161,6 +169,13 @@ func Migrations(o Options) ([]sqlgen.File, error) {
 			return nil, err
 		}
 		files = append(files, sqlgen.File{Name: sqlgen.MigrationName(r), Release: r, SQL: up})
+	}
+	if sqlgen.Latest > Last {
+		up, err := sqlgen.Upgrade(o)
+		if err != nil {
+			return nil, err
+		}
+		files = append(files, sqlgen.File{Name: sqlgen.MigrationName(sqlgen.Latest), Release: sqlgen.Latest, SQL: up})
 	}
 	return files, nil
 }

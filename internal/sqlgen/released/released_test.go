@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
@@ -44,12 +45,12 @@ func TestTemplatesFrozen(t *testing.T) {
 
 func TestUnknownRelease(t *testing.T) {
 	o := released.Options{Layout: snowflake.Twitter()}
-	for _, r := range []int{0, released.Last + 1} {
+	for _, r := range []int{0, sqlgen.Latest + 1} {
 		if b, err := released.Script(o, r); !errors.Is(err, released.ErrUnknownRelease) || b != nil {
 			t.Errorf("Script(%d) = %d bytes, %v; want ErrUnknownRelease", r, len(b), err)
 		}
 	}
-	for _, r := range []int{1, released.Last + 1} {
+	for _, r := range []int{1, sqlgen.Latest + 1} {
 		if b, err := released.Upgrade(o, r); !errors.Is(err, released.ErrUnknownRelease) || b != nil {
 			t.Errorf("Upgrade(%d) = %d bytes, %v; want ErrUnknownRelease", r, len(b), err)
 		}
