@@ -248,7 +248,7 @@ func checkPrints(t *testing.T, fn, got string) {
 	}
 }
 
-// readmeLease runs the README's lease example, verbatim, on db (a
+// readmeLease runs docs/leases.md's lease example, verbatim, on db (a
 // database with sfgen at release 3 or later in public), printing to w as
 // readmeDatabase does; TestREADMELease checks what it prints.
 func readmeLease(ctx context.Context, db *sql.DB, w *strings.Builder) {
@@ -269,7 +269,7 @@ func readmeLease(ctx context.Context, db *sql.DB, w *strings.Builder) {
 }
 
 // TestREADMELease runs readmeLease and checks that it prints what its
-// "// Prints:" comment, which the README shows, says, and that it gave
+// "// Prints:" comment, which docs/leases.md shows, says, and that it gave
 // its lease back.
 func TestREADMELease(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -286,7 +286,7 @@ func TestREADMELease(t *testing.T) {
 	}
 }
 
-// docsGoose is the README's goose example, verbatim: it applies the
+// docsGoose is docs/go.md's migrations.FS example, verbatim: it applies the
 // release line in migrations.FS to db with an application's own goose
 // provider.
 func docsGoose(ctx context.Context, db *sql.DB) error {
@@ -299,8 +299,8 @@ func docsGoose(ctx context.Context, db *sql.DB) error {
 	return err
 }
 
-// TestDocsGoose runs docsGoose on a fresh database and checks what the
-// README says of it: the schema ends at the latest release with no node
+// TestDocsGoose runs docsGoose on a fresh database and checks what
+// docs/go.md says of it: the schema ends at the latest release with no node
 // (release 1's file sets 0/0, and release 5's upgrade unsets that node,
 // which never made an ID), so an INSERT fails with what DBError makes
 // ErrNoNode, and Check says ErrNoNode too, until the node is set.
@@ -334,7 +334,7 @@ func TestDocsGoose(t *testing.T) {
 	}
 }
 
-// readmeInstall is the README's Install and Check at startup, verbatim,
+// readmeInstall is docs/go.md's Install and Check at startup, verbatim,
 // on db (a fresh database), printing to w as readmeDatabase does;
 // TestREADMEInstall checks what it prints.
 func readmeInstall(ctx context.Context, db *sql.DB, w *strings.Builder) error {
@@ -377,7 +377,7 @@ func TestREADMEInstall(t *testing.T) {
 	checkPrints(t, "readmeInstall", got.String())
 }
 
-// readmeGooseMigration is the README's sfgen in an application's own
+// readmeGooseMigration is docs/go.md's sfgen in an application's own
 // goose Provider, verbatim: app holds the application's migrations
 // (00002_orders.sql makes a table whose id defaults to
 // ids.snowflake_next_id()). TestREADMEGooseMigration checks what it
