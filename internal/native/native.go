@@ -43,12 +43,19 @@ import (
 const Release = 7
 
 // Releases are the SQL releases the native generator installs over:
-// those whose snowflake_next_id(), snowflake_next_state() and state
-// objects follow release 7's protocol (TestReleasesShareTheProtocol checks each one
-// sqlgen renders). Releases 2 to 6 shared release 2's protocol, which a
-// library built before release 7 follows; such a library is named apart
-// (LibraryHash), so that a server can keep both.
-var Releases = []int{7, 8}
+// Release to sqlgen.Latest, whose snowflake_next_id(),
+// snowflake_next_state() and state objects follow Release's protocol
+// (TestReleasesShareTheProtocol checks each one sqlgen renders). A
+// release that changes the protocol raises Release. Releases 2 to 6
+// shared release 2's protocol, which a library built before release 7
+// follows; such a library is named apart (LibraryHash), so that a server
+// can keep both.
+var Releases = func() (r []int) {
+	for v := Release; v <= sqlgen.Latest; v++ {
+		r = append(r, v)
+	}
+	return r
+}()
 
 // Library is the file name of the built library in Build's directory.
 const Library = "sfgen_native.so"
