@@ -45,6 +45,7 @@ func init() {
 		{"node", "show or set the node that snowflake_next_id() uses", runNode},
 		{"audit", "check the IDs stored in a table: nodes, future and invalid IDs, skew", runAudit},
 		{"convert", "move a table's serial, bigserial or identity key to snowflake_next_id()", runConvert},
+		{"resume", "make the generator safe to take over a node's writes (after a switchover)", runResume},
 		{"serve", "serve a web page and an HTTP API that compose and decode IDs", runServe},
 		{"bench", "measure snowflake_next_id() against bigserial on a database", runBench},
 		{"version", "print sfgen's version and the SQL release it installs", runVersion},

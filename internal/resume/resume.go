@@ -1,0 +1,293 @@
+// Package resume raises a schema's generator state above every ID of its
+// node already stored in the database, for a database that takes over a
+// node's writes (a logical replication subscriber after a switchover, a
+// restored copy) while another database made IDs with that node, with a
+// clock that may have run ahead of this one's.
+//
+// The state moves forward only, under the catch-up's turn (release 7 on),
+// as a catch-up moves it: no catch-up can move it back in between, and
+// the IDs made after it are above every stored ID of the node.
+package resume
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/pgident"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// TurnWait bounds how long Run waits for the catch-up's turn.
+const TurnWait = 5 * time.Second
+
+// FirstRelease is the first release whose catch-up takes turns, which Run
+// takes to move the state.
+const FirstRelease = 7
+
+// Errors Run wraps.
+var (
+	// ErrNotReady: the schema has no sfgen, an older release than
+	// FirstRelease, or no node.
+	ErrNotReady = errors.New("schema not ready to resume")
+	// ErrNoTurn: the catch-up's turn was not had in TurnWait, or the turn
+	// table has no row for it.
+	ErrNoTurn = errors.New("the catch-up's turn was not had")
+)
+
+// Options say which schema to resume, and an ID to end above besides the
+// stored ones.
+type Options struct {
+	Schema catalog.Schema
+	After  snowflake.ID // 0 for none
+}
+
+// A Column is a column whose default is the schema's generator, and the
+// largest ID of the node stored in it.
+type Column struct {
+	Table  string       // the table, qualified and quoted as regclass prints it
+	Column string       // the column's name
+	Max    snowflake.ID // the node's largest ID in it; 0 when it holds none
+	Index  string       // the index the search walked; "" for a scan of the table
+}
+
+// A Report says what Run found and did.
+type Report struct {
+	Schema  string
+	Layout  snowflake.Layout
+	Node    catalog.Node
+	Columns []Column
+	After   snowflake.ID
+	// Above is the ID the generator's next IDs are above: the largest of
+	// the columns' Max and After.
+	Above snowflake.ID
+	// From and To are the generator's state before and after (To = From
+	// when it was already above).
+	From, To int64
+	Raised   bool
+}
+
+// Run finds the columns whose default calls the schema's generator
+// (snowflake_next_id() or snowflake_next_id_local(), through pg_depend),
+// reads the largest ID of the schema's node in each, and raises the
+// state, under the catch-up's turn, so that the next ID is above all of
+// them and above o.After. db's role must own sfgen's objects (or be a
+// superuser) and read the tables.
+//
+// The reads run under row_security off, so a table with row security
+// that would apply to the role fails the read rather than run a policy's
+// code; a SELECT of a table's column runs no other code of its owner.
+func Run(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
+	conn, err := db.Conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("connect: %w", err)
+	}
+	defer conn.Close()
+	in, err := catalog.Inspect(ctx, catalog.DB(conn), o.Schema)
+	if err != nil {
+		return nil, err
+	}
+	schema := o.Schema.Name()
+	switch {
+	case in.Release == 0:
+		return nil, fmt.Errorf("%w: schema %s has no sfgen", ErrNotReady, schema)
+	case in.Release < FirstRelease:
+		return nil, fmt.Errorf("%w: schema %s is at sfgen release %d; upgrade it first (sfgen install --schema %s)", ErrNotReady, schema, in.Release, schema)
+	case in.Node.State != catalog.NodeSet:
+		return nil, fmt.Errorf("%w: schema %s has no node: set the node this database takes over first (sfgen node --schema %s --datacenter N --machine N)", ErrNotReady, schema, schema)
+	}
+	r := &Report{Schema: schema, Layout: in.Layout, Node: in.Node, After: o.After, Above: o.After}
+	if r.Columns, err = columns(ctx, conn, in); err != nil {
+		return nil, err
+	}
+	for _, c := range r.Columns {
+		r.Above = max(r.Above, c.Max)
+	}
+	if err := raise(ctx, conn, in, r); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// columns finds the columns whose default depends on the schema's
+// generator and reads each one's largest ID of the schema's node.
+func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Column, error) {
+	tx, err := conn.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	// A policy that would apply fails the read instead of running.
+	if _, err := tx.ExecContext(ctx, "SET LOCAL row_security = off"); err != nil {
+		return nil, err
+	}
+	rows, err := tx.QueryContext(ctx, `
+		SELECT DISTINCT c.oid::pg_catalog.regclass::pg_catalog.text, a.attname::pg_catalog.text,
+			a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype,
+			COALESCE((SELECT i.indexrelid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_index i
+				JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
+				JOIN pg_catalog.pg_am am ON am.oid OPERATOR(pg_catalog.=) ic.relam
+				WHERE i.indrelid OPERATOR(pg_catalog.=) c.oid AND i.indkey[0] OPERATOR(pg_catalog.=) a.attnum
+					AND i.indpred IS NULL AND i.indexprs IS NULL AND am.amname OPERATOR(pg_catalog.=) 'btree'
+				ORDER BY i.indisprimary DESC, 1 LIMIT 1), '')
+		FROM pg_catalog.pg_depend d
+		JOIN pg_catalog.pg_attrdef ad ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND d.objid OPERATOR(pg_catalog.=) ad.oid
+		JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ad.adrelid
+		JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) ad.adrelid AND a.attnum OPERATOR(pg_catalog.=) ad.adnum
+		WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+			AND d.refobjid IN (pg_catalog.to_regprocedure($1), pg_catalog.to_regprocedure($2))
+			AND c.relkind IN ('r', 'p')
+		ORDER BY 1, 2`,
+		in.Schema.Quoted()+".snowflake_next_id()", in.Schema.Quoted()+".snowflake_next_id_local()")
+	if err != nil {
+		return nil, fmt.Errorf("find the columns whose default is schema %s's generator: %w", in.Schema.Name(), err)
+	}
+	type found struct {
+		table, column, index string
+		bigint               bool
+	}
+	var all []found
+	for rows.Next() {
+		var f found
+		if err := rows.Scan(&f.table, &f.column, &f.bigint, &f.index); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		all = append(all, f)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	l := in.Layout
+	shift := l.Shift(snowflake.FieldMachine)
+	nodeBits := l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine)
+	node := in.Node.Datacenter<<l.Bits(snowflake.FieldMachine) | in.Node.Machine
+	var out []Column
+	for _, f := range all {
+		if !f.bigint {
+			return nil, fmt.Errorf("column %s.%s defaults to schema %s's generator but is not bigint; change its type to bigint first", f.table, pgident.Quote(f.column), in.Schema.Name())
+		}
+		col := pgident.Quote(f.column)
+		// The node's IDs: those whose node bits are the schema's node.
+		where := fmt.Sprintf("%[1]s IS NOT NULL AND ((%[1]s OPERATOR(pg_catalog.>>) %[2]d) OPERATOR(pg_catalog.&) %[3]d) OPERATOR(pg_catalog.=) %[4]d", col, shift, int64(1)<<nodeBits-1, node)
+		q := fmt.Sprintf("SELECT pg_catalog.max(%s) FROM %s WHERE %s", col, f.table, where)
+		if f.index != "" {
+			// A backward walk of the index, which stops at the node's
+			// largest ID.
+			q = fmt.Sprintf("SELECT %[1]s FROM %[2]s WHERE %[3]s ORDER BY %[1]s DESC LIMIT 1", col, f.table, where)
+		}
+		var m sql.NullInt64
+		if err := tx.QueryRowContext(ctx, q).Scan(&m); err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return nil, fmt.Errorf("read the largest ID of node %s in %s.%s (as a role that may read every row of it): %w", in.Node, f.table, col, err)
+		}
+		out = append(out, Column{Table: f.table, Column: f.column, Max: snowflake.ID(m.Int64), Index: f.index})
+	}
+	return out, nil
+}
+
+// stateAbove is the generator state (Unix ms << sequence bits |
+// sequence; nextval() takes the one after it) from which every ID of node
+// is above id, whatever node id has: an ID orders by its time, then its
+// node, then its sequence.
+func stateAbove(l snowflake.Layout, node catalog.Node, id snowflake.ID) (int64, error) {
+	p, err := l.Decompose(id)
+	if err != nil {
+		return 0, err
+	}
+	bits := l.Bits(snowflake.FieldSequence)
+	ms := p.Timestamp << bits
+	switch ours, its := [2]int64{node.Datacenter, node.Machine}, [2]int64{p.Datacenter, p.Machine}; {
+	case ours == its:
+		return ms | p.Sequence, nil // after id's sequence, in its millisecond
+	case ours[0] > its[0] || ours[0] == its[0] && ours[1] > its[1]:
+		return ms - 1, nil // anything in id's millisecond
+	default:
+		return ms | l.Max(snowflake.FieldSequence), nil // the millisecond after
+	}
+}
+
+func maxes(cs []Column) []snowflake.ID {
+	var ids []snowflake.ID
+	for _, c := range cs {
+		ids = append(ids, c.Max)
+	}
+	return ids
+}
+
+// raise moves the state to Above's state, if it is below, under the
+// catch-up's turn, as a catch-up moves it: the guard at 0 meanwhile, so
+// that no session uses a value taken then but one each that read the
+// guard before.
+func raise(ctx context.Context, conn *sql.Conn, in catalog.Installed, r *Report) error {
+	var target int64
+	for _, id := range append([]snowflake.ID{r.After}, maxes(r.Columns)...) {
+		s, err := stateAbove(in.Layout, in.Node, id)
+		if err != nil {
+			return err
+		}
+		target = max(target, s)
+	}
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf("SET LOCAL lock_timeout = '%dms'", TurnWait.Milliseconds())); err != nil {
+		return err
+	}
+	s, private := in.Schema.Quoted(), pgident.Quote(catalog.PrivateSchema(in.Schema.Name()))
+	state, guard, key := s+".snowflake_state", s+".snowflake_caught_up", private+".snowflake_catch_up_key"
+	var k int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), 0)", key).Scan(&k); err != nil {
+		return fmt.Errorf("read the catch-up's turn: %w", err)
+	}
+	slot := k % sqlgen.CatchUpTurns
+	var got int64
+	err = tx.QueryRowContext(ctx, "SELECT t.slot FROM "+private+".snowflake_catch_up_turn t WHERE t.slot OPERATOR(pg_catalog.=) $1 FOR UPDATE", slot).Scan(&got)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return fmt.Errorf("%w: %s.snowflake_catch_up_turn has no row for the current turn (a copy made without its rows): run sfgen install --schema %s first", ErrNoTurn, private, in.Schema.Name())
+	case err != nil:
+		return fmt.Errorf("%w in %v (a session holds it; see pg_locks): %v", ErrNoTurn, TurnWait, err)
+	}
+	// Holding the current key's row, no catch-up is running; another
+	// could have passed the turn on before the lock: read the key again.
+	var now int64
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), 0)", key).Scan(&now); err != nil {
+		return err
+	}
+	if now != k {
+		return fmt.Errorf("%w: the turn moved on while it was taken; run sfgen resume again", ErrNoTurn)
+	}
+	if err := tx.QueryRowContext(ctx, "SELECT COALESCE(pg_catalog.pg_sequence_last_value($1::pg_catalog.regclass), 0)", state).Scan(&r.From); err != nil {
+		return err
+	}
+	r.To = r.From
+	if r.From >= target {
+		return tx.Commit()
+	}
+	for _, step := range []struct {
+		q    string
+		args []any
+	}{
+		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, 0)", []any{guard}},
+		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, $2::bigint)", []any{state, target}},
+		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, pg_catalog.trunc(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint)", []any{guard}},
+		// Pass the turn on, as a catch-up does (to the same row).
+		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, (($2::bigint OPERATOR(pg_catalog./) $3::bigint) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.*) $3::bigint OPERATOR(pg_catalog.+) $4::bigint)", []any{key, k, int64(sqlgen.CatchUpTurns), slot}},
+	} {
+		if _, err := tx.ExecContext(ctx, step.q, step.args...); err != nil {
+			return fmt.Errorf("raise schema %s's generator state (as the role that owns sfgen's objects, %s): %w", in.Schema.Name(), in.Owner, err)
+		}
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	r.To, r.Raised = target, true
+	return nil
+}
