@@ -18,6 +18,7 @@ import (
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
 const nodeHelp = `
@@ -190,6 +191,14 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	if _, err := install.Check(ctx, catalog.DB(tx), schema, in.Layout); errors.Is(err, install.ErrOlderRelease) {
 		fmt.Fprintf(stderr, "sfgen node: %v\n", err)
 	}
+	// A copy made without the rows of sfgen's tables cannot catch up.
+	noTurns := false
+	if n, exists, err := catalog.TurnRows(ctx, catalog.DB(tx), in.Schema); err != nil {
+		return c.fail("read the catch-up's turns: %s", redactErr(err, dsn))
+	} else if exists && n < sqlgen.CatchUpTurns {
+		noTurns = true
+		fmt.Fprintf(stderr, "sfgen node: schema %s cannot catch up with the clock, so snowflake_next_id() fails: its catch-up turn table has %d of %d rows (a copy made without the rows of sfgen's tables, such as pg_dump --schema-only restores); run sfgen install --schema %s on this database\n", schema, n, sqlgen.CatchUpTurns, schema)
+	}
 	old := fmt.Sprintf("datacenter %d, machine %d", oldDC, oldM)
 	if unset {
 		old = "no node"
@@ -201,6 +210,9 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	}
 	if !node.given() {
 		fmt.Fprintf(stdout, "%s %s\n", old, where)
+		if noTurns {
+			return exitFail
+		}
 		return exitOK
 	}
 	dc, m := node.values()

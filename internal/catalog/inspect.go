@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"embed"
 	"fmt"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"strings"
 	"text/template"
 
@@ -248,4 +249,19 @@ func render(name string, data any) (string, error) {
 		return "", fmt.Errorf("render %s: %w", name, err)
 	}
 	return b.String(), nil
+}
+
+// TurnRows counts the rows of the catch-up's turn table (release 7 on, in
+// schema's private schema); exists is false where there is no such table.
+// A copy made without the rows of sfgen's tables (pg_dump --schema-only)
+// has none, and snowflake_next_state() cannot catch up there.
+func TurnRows(ctx context.Context, q Querier, schema Schema) (n int64, exists bool, err error) {
+	table := pgident.Quote(PrivateSchema(schema.Name())) + ".snowflake_catch_up_turn"
+	if err := q.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
+		return 0, exists, err
+	}
+	if err := q.QueryRow(ctx, "SELECT pg_catalog.count(*) FROM "+table).Scan(&n); err != nil {
+		return 0, true, fmt.Errorf("count the rows of %s: %w", table, err)
+	}
+	return n, true, nil
 }

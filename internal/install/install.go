@@ -36,7 +36,6 @@ import (
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
-	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlstate"
 )
@@ -243,16 +242,8 @@ func apply(ctx context.Context, db *sql.DB, o sqlgen.Options, node *Node) (*Resu
 // turnsMissing reports whether the catch-up's turn table (release 7 on)
 // lacks rows, as in a copy made without its data.
 func turnsMissing(ctx context.Context, conn *sql.Conn, schema catalog.Schema) (bool, error) {
-	table := pgident.Quote(catalog.PrivateSchema(schema.Name())) + ".snowflake_catch_up_turn"
-	var exists, missing bool
-	if err := conn.QueryRowContext(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
-		return false, err
-	}
-	err := conn.QueryRowContext(ctx, "SELECT (SELECT pg_catalog.count(*) FROM "+table+") OPERATOR(pg_catalog.<) $1::bigint", sqlgen.CatchUpTurns).Scan(&missing)
-	if err != nil {
-		return false, fmt.Errorf("count the rows of %s: %w", table, err)
-	}
-	return missing, nil
+	n, exists, err := catalog.TurnRows(ctx, catalog.DB(conn), schema)
+	return exists && n < sqlgen.CatchUpTurns, err
 }
 
 // forget deletes the version table's rows of release and later, and
