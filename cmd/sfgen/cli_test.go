@@ -297,11 +297,11 @@ func TestInstallKeepsTheNode(t *testing.T) {
 	if code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3", "--machine", "7"); code != 0 {
 		t.Fatalf("first install: exit %d, %s", code, errOut)
 	}
-	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3"); code != 0 || errOut != "" || !strings.HasPrefix(out, "nothing to apply") {
+	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3", "--machine", "7"); code != 0 || errOut != "" || !strings.HasPrefix(out, "nothing to apply") {
 		t.Errorf("install naming the node it has: exit %d, %q, %q; want nothing to apply", code, out, errOut)
 	}
 	before := node("ids")
-	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--machine", "8")
+	code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3", "--machine", "8")
 	want := "sfgen install: schema ids already has sfgen with node datacenter 3, machine 7, which install keeps; to move it to datacenter 3, machine 8 run 'sfgen node --schema ids --datacenter 3 --machine 8'"
 	if code != 2 || out != "" || !strings.HasPrefix(errOut, want) {
 		t.Errorf("install asking for another node: exit %d, %q, %q; want 2 and %q", code, out, errOut, want)
@@ -320,7 +320,7 @@ func TestInstallKeepsTheNode(t *testing.T) {
 	if _, err := conn.Exec(context.Background(), string(script)); err != nil {
 		t.Fatal(err)
 	}
-	code, out, errOut = sfgen(t, "install", "--dsn", dsn, "--schema", "old", "--datacenter", "9")
+	code, out, errOut = sfgen(t, "install", "--dsn", dsn, "--schema", "old", "--datacenter", "9", "--machine", "2")
 	if code != 2 || out != "" || !strings.Contains(errOut, "node datacenter 1, machine 2, which install keeps") {
 		t.Errorf("upgrade asking for another node: exit %d, %q, %q; want 2, refused", code, out, errOut)
 	}

@@ -53,7 +53,7 @@ func TestNodeShowAndSet(t *testing.T) {
 	}{
 		{nil, "datacenter 2, machine 4" + where},
 		{[]string{"--datacenter", "3", "--machine", "7"}, "datacenter 2, machine 4 -> datacenter 3, machine 7" + where},
-		{[]string{"--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31" + where},
+		{[]string{"--datacenter", "3", "--machine", "31"}, "datacenter 3, machine 7 -> datacenter 3, machine 31" + where},
 		{nil, "datacenter 3, machine 31" + where},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"node", "--dsn", dsn, "--schema", schema}, tc.args...)...)
@@ -68,7 +68,7 @@ func TestNodeShowAndSet(t *testing.T) {
 		}
 	}
 	// Setting the node it has already changes nothing and says nothing.
-	if code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema, "--machine", "31"); code != 0 || errOut != "" || !strings.Contains(out, "-> datacenter 3, machine 31") {
+	if code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema, "--datacenter", "3", "--machine", "31"); code != 0 || errOut != "" || !strings.Contains(out, "-> datacenter 3, machine 31") {
 		t.Errorf("node set to the node it has: exit %d, %q, %q", code, out, errOut)
 	}
 }
@@ -112,7 +112,7 @@ func TestNodeNeedsTheOwner(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		code, out, errOut := sfgen(t, "node", "--dsn", appDSN, "--schema", schema, "--datacenter", "1")
+		code, out, errOut := sfgen(t, "node", "--dsn", appDSN, "--schema", schema, "--datacenter", "1", "--machine", "1")
 		if code != 1 || out != "" || !strings.HasPrefix(errOut, tc.want) || !strings.HasSuffix(errOut, hint) {
 			t.Errorf("%s: a non-owner setting the node: exit %d, stdout %q, stderr %q; want 1, nothing, and %q...%q", tc.name, code, out, errOut, tc.want, hint)
 		}
@@ -136,7 +136,7 @@ func TestNodeErrors(t *testing.T) {
 		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--datacenter", "-1"}, 2, []string{"datacenter", "-1", "[0, 2147483647]"}},
 		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--machine", "x"}, 2, []string{"machine", `"x"`, "[0, 2147483647]"}},
 		{[]string{"--dsn", "postgres://x@/db?host=/nonexistent", "--schema", "Bad-Name"}, 2, []string{"Bad-Name"}},
-		{[]string{"--datacenter", "1"}, 2, []string{"--dsn", "DATABASE_URL"}},
+		{[]string{"--datacenter", "1", "--machine", "1"}, 2, []string{"--dsn", "DATABASE_URL"}},
 		{[]string{"extra"}, 2, []string{"extra"}},
 		{[]string{"--dsn", "postgres://u:s3cretpw@/db?host=/nonexistent&connect_timeout=2"}, 1, []string{"connect"}},
 	} {
@@ -408,10 +408,10 @@ func TestNodeFleetErrors(t *testing.T) {
 		code int
 		want string // in stdout, or stderr for exit 2
 	}{
-		{[]string{"--dsn", dsn, "--dsn", dsn, "--machine", "3"}, 2, "give one --dsn and one --schema, not 2 and 1"},
-		{[]string{"--dsn", dsn, "--schema", schema, "--schema", "public", "--datacenter", "3"}, 2, "give one --dsn and one --schema, not 1 and 2"},
-		{[]string{"--schema", schema, "--schema", "public", "--datacenter", "3"}, 2, "give one --dsn and one --schema, not 1 and 2"},
-		{[]string{"--dsn", dsn, "--json", "--machine", "3"}, 2, "--json lists nodes"},
+		{[]string{"--dsn", dsn, "--dsn", dsn, "--datacenter", "0", "--machine", "3"}, 2, "give one --dsn and one --schema, not 2 and 1"},
+		{[]string{"--dsn", dsn, "--schema", schema, "--schema", "public", "--datacenter", "3", "--machine", "0"}, 2, "give one --dsn and one --schema, not 1 and 2"},
+		{[]string{"--schema", schema, "--schema", "public", "--datacenter", "3", "--machine", "0"}, 2, "give one --dsn and one --schema, not 1 and 2"},
+		{[]string{"--dsn", dsn, "--json", "--datacenter", "0", "--machine", "3"}, 2, "--json lists nodes"},
 		{[]string{"--dsn", dsn, "--schema", schema, "--schema", "Bad-Name"}, 2, "Bad-Name"},
 		{[]string{"--schema", schema, "--schema", "public"}, 2, "no database"},
 		{[]string{"--dsn", appDSN, "--dsn", bad, "--schema", schema}, 1,

@@ -252,12 +252,19 @@ func render(name string, data any) (string, error) {
 }
 
 // TurnRows counts the rows of the catch-up's turn table (release 7 on, in
-// schema's private schema); exists is false where there is no such table.
+// schema's private schema); exists is false where there is no such table,
+// or the role may not read it (only the owner may).
 // A copy made without the rows of sfgen's tables (pg_dump --schema-only)
 // has none, and snowflake_next_state() cannot catch up there.
 func TurnRows(ctx context.Context, q Querier, schema Schema) (n int64, exists bool, err error) {
 	table := pgident.Quote(PrivateSchema(schema.Name())) + ".snowflake_catch_up_turn"
-	if err := q.QueryRow(ctx, "SELECT pg_catalog.to_regclass($1) IS NOT NULL", table).Scan(&exists); err != nil || !exists {
+	// By name in the catalogs: a look-up of the name (to_regclass) needs
+	// USAGE on the private schema, which only the owner has.
+	if err := q.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) 'snowflake_catch_up_turn'
+			AND pg_catalog.has_schema_privilege(n.oid, 'USAGE') AND pg_catalog.has_table_privilege(c.oid, 'SELECT'))`,
+		PrivateSchema(schema.Name())).Scan(&exists); err != nil || !exists {
 		return 0, exists, err
 	}
 	if err := q.QueryRow(ctx, "SELECT pg_catalog.count(*) FROM "+table).Scan(&n); err != nil {
