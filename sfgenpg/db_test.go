@@ -358,7 +358,7 @@ func readmeInstall(ctx context.Context, db *sql.DB, w *strings.Builder) error {
 	fmt.Println(errors.Is(err, sfgenpg.ErrLayoutMismatch))
 	return nil
 	// Prints:
-	// ids 7 discord {1 2} 1
+	// ids 8 discord {1 2} 1
 	// 1 2 <nil>
 	// <nil>
 	// true
