@@ -147,9 +147,12 @@ func (u *unit) plExpr(e map[string]any, line int, dynamic bool) {
 		q = assignmentAsList(q)
 	}
 	s := u.sub(prefix, q, raw, at)
-	stmts := s.parse(false)
+	stmts, err := s.parse()
 	if dynamic && len(stmts) == 1 {
 		s.dynamic(stmts[0].Stmt)
+	}
+	if err != nil {
+		s.checkSQL() // reports it
 	}
 	s.walkStmts(stmts)
 }
@@ -194,6 +197,7 @@ func (u *unit) dynamic(stmt map[string]any) {
 		u.data[u.at(loc(c))] = true
 		if format {
 			lit.text, lit.format = fillPlaceholders(lit.text), true
+			lit.blankPlaceholders()
 		}
 		lit.checkSQL()
 	}
@@ -271,4 +275,19 @@ func splitName(s string) []string {
 		}
 	}
 	return parts
+}
+
+// blankPlaceholders blanks out the placeholders that stand for SQL other
+// than a value or a name (format('... WHERE a%s', ' OR b')), one at a
+// time, where the parser stops at one.
+func (u *unit) blankPlaceholders() {
+	for range 16 {
+		_, err := u.parse()
+		at := u.errorAt(err)
+		if err == nil || at >= len(u.text) || u.raw[at] != '%' {
+			return
+		}
+		n := len(u.text[at:]) - len(strings.TrimLeft(u.text[at:], "_"))
+		u.text = u.text[:at] + strings.Repeat(" ", n) + u.text[at+n:]
+	}
 }

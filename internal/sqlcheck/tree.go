@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
 	"strings"
 	"unicode/utf8"
 
@@ -38,6 +37,9 @@ type unit struct {
 	ctes   map[string]bool // names the statement's WITH clauses define
 	used   map[int]bool    // PL/pgSQL: where expressions were found
 }
+
+// maxDepth bounds how deeply bodies and strings are checked inside each other.
+const maxDepth = 32
 
 func check(sql []byte, own map[string]bool) []Finding {
 	r := &run{own: own, data: map[int]bool{}}
@@ -84,34 +86,40 @@ func (u *unit) report(at int, r Rule, text, reason string) {
 	u.found = append(u.found, Finding{Offset: u.at(at), Rule: r, Text: strings.Join(strings.Fields(text), " "), Reason: reason})
 }
 
-// parseError reports err, an error of the parser, on u.
-func (u *unit) parseError(err error, at int) {
+// errorAt is where in u.text the parser's error err is, or 0.
+func (u *unit) errorAt(err error) int {
 	var pe *parser.Error
-	if errors.As(err, &pe) && pe.Cursorpos > 0 {
-		at = 0
+	at := 0
+	if errors.As(err, &pe) {
 		for n := 1; n < pe.Cursorpos && at < len(u.text); n++ {
 			_, size := utf8.DecodeRuneInString(u.text[at:])
 			at += size
 		}
 	}
-	u.report(at, RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
+	return at
 }
 
-// parse parses u.text as SQL statements; on an error it reports it when
-// quiet is false.
-func (u *unit) parse(quiet bool) []rawStmt {
+// parse parses u.text as SQL statements.
+func (u *unit) parse() ([]rawStmt, error) {
 	j, err := pg.ParseToJSON(u.text)
 	if err != nil {
-		if !quiet {
-			u.parseError(err, 0)
-		}
-		return nil
+		return nil, err
 	}
 	var tree struct{ Stmts []rawStmt }
 	if err := json.Unmarshal([]byte(j), &tree); err != nil {
 		panic(err)
 	}
-	return tree.Stmts
+	return tree.Stmts, nil
+}
+
+// checkSQL checks u as SQL statements, and reports it if it does not
+// parse.
+func (u *unit) checkSQL() {
+	stmts, err := u.parse()
+	if err != nil {
+		u.report(u.errorAt(err), RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
+	}
+	u.walkStmts(stmts)
 }
 
 type rawStmt struct {
@@ -119,8 +127,6 @@ type rawStmt struct {
 	Location int `json:"stmt_location"`
 	Len      int `json:"stmt_len"`
 }
-
-func (u *unit) checkSQL() { u.walkStmts(u.parse(false)) }
 
 func (u *unit) walkStmts(stmts []rawStmt) {
 	for _, s := range stmts {
@@ -359,7 +365,10 @@ func (u *unit) operator(ns []string, at int) {
 
 // opSubquery checks op ANY/ALL/SOME (...).
 func (u *unit) opSubquery(ns []string, at int) {
-	if u.qualified(ns) {
+	if strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR") {
+		u.operator(ns, at) // OPERATOR(op) ANY: the operator's schema is the question
+		return
+	} else if u.qualified(ns) {
 		return
 	}
 	op := ns[len(ns)-1]
@@ -523,10 +532,12 @@ func (u *unit) dollarCode(n map[string]any) {
 	if !ok {
 		return
 	}
-	if stmts := s.parse(true); stmts != nil {
-		s.walkStmts(stmts)
-	} else if e := s.sub("SELECT ", s.text, s.raw, 0); e.parse(true) != nil {
-		e.checkSQL()
+	for _, prefix := range []string{"", "SELECT ", "SELECT NULL "} { // a statement, an expression, the rest of one
+		e := s.sub(prefix, s.text, s.raw, 0)
+		if stmts, err := e.parse(); err == nil {
+			e.walkStmts(stmts)
+			return
+		}
 	}
 }
 
@@ -562,34 +573,4 @@ func (u *unit) body(typ string, n map[string]any) {
 	case lang == "plpgsql":
 		b.plpgsql(u.text[u.stmt:u.end])
 	}
-}
-
-// RuleParse: temporary until check.go is rewritten.
-const RuleParse Rule = "parse"
-
-// CheckTree is the parser-based checker (temporary name).
-func CheckTree(sql []byte, opts Options) []Finding {
-	own := map[string]bool{"pg_catalog": true}
-	for _, s := range opts.OwnSchemas {
-		own[normalizeSchema(s)] = true
-	}
-	found := check(sql, own)
-	sort.SliceStable(found, func(i, j int) bool { return found[i].Offset < found[j].Offset })
-	var out []Finding
-	line, col, at := 1, 1, 0
-	for i, f := range found {
-		if i > 0 && f.Offset == found[i-1].Offset && f.Rule == found[i-1].Rule {
-			continue // the tree has some nodes twice (a signature's argument types)
-		}
-		for ; at < f.Offset && at < len(sql); at++ {
-			if sql[at] == '\n' {
-				line, col = line+1, 1
-			} else {
-				col++
-			}
-		}
-		f.Line, f.Col = line, col
-		out = append(out, f)
-	}
-	return out
 }
