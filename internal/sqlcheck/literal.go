@@ -82,11 +82,6 @@ func fillPlaceholders(s string) string {
 	})
 }
 
-// isPlaceholder reports whether a name part is a filled placeholder.
-func isPlaceholder(s string) bool {
-	return s != "" && strings.Trim(s, "_") == ""
-}
-
 var identRE = regexp.MustCompile(`^(?:"(?:[^"]|"")*"|[A-Za-z_\x80-\xff][A-Za-z0-9_$\x80-\xff]*)(?:\s*\.\s*(?:"(?:[^"]|"")*"|[A-Za-z_\x80-\xff][A-Za-z0-9_$\x80-\xff]*))*`)
 
 // nameAt returns the (qualified) name written at text[at:], as written.
