@@ -189,6 +189,8 @@ func TestRelations(t *testing.T) {
 		{"FROM in function arguments", "SELECT EXTRACT(epoch FROM t), substring(a FROM 1), TRIM(LEADING FROM a);", nil},
 		{"DDL", `CREATE SEQUENCE s; COMMENT ON SEQUENCE "public".s IS 'x'; GRANT USAGE ON SEQUENCE s TO PUBLIC; GRANT SELECT ON t TO PUBLIC; DROP SEQUENCE IF EXISTS "public".s;`,
 			[]string{"relation s", "relation s", "relation t"}},
+		{"DDL naming unqualified relations", `DROP TABLE IF EXISTS t, "public".u; COMMENT ON SEQUENCE s IS 'x'; CREATE SEQUENCE "public".q OWNED BY v.c;`,
+			[]string{"relation t", "relation s", "relation v"}},
 	})
 }
 

@@ -457,7 +457,7 @@ func (u *unit) ddlRelations(n map[string]any) {
 // an expression or the rest of one) if it parses as one: it may be run.
 func (u *unit) dollarCode(n map[string]any) {
 	at := loc(n)
-	if _, ok := n["sval"]; !ok || at < 0 || u.data[u.at(at)] || dollarTag(u.text[at:]) == "" {
+	if _, ok := n["sval"]; !ok || at < 0 || u.data[u.at(at)] || !dollarRE.MatchString(u.text[at:]) {
 		return
 	}
 	for _, prefix := range []string{"", "SELECT ", "SELECT NULL "} {
