@@ -24,24 +24,18 @@ func (u *unit) plpgsql(stmt string) {
 		u.report(0, RuleParse, "", "the PL/pgSQL parser rejects the body ("+err.Error()+"), so nothing in it can be checked")
 	}
 	u.used = map[string]bool{}
-	u.pl("", fns, 1)
+	each(fns, 1, u.pl)
 }
 
 // dynamicFields name the expressions whose string EXECUTE runs.
 var dynamicFields = map[string]string{"PLpgSQL_stmt_dynexecute": "query", "PLpgSQL_stmt_dynfors": "query",
 	"PLpgSQL_stmt_return_query": "dynquery", "PLpgSQL_stmt_open": "dynquery"}
 
-// pl checks the PL/pgSQL node v of type typ ("" if not a node); line is
-// where the innermost statement or declaration around it starts.
-func (u *unit) pl(typ string, v any, line int) {
-	n, _ := v.(map[string]any)
-	if l, ok := n["lineno"].(float64); ok && typ != "" {
-		line = int(l)
-	}
+// pl checks a node of a PL/pgSQL function's tree, on line of the body.
+func (u *unit) pl(typ string, n map[string]any, line int) {
 	switch {
 	case typ == "PLpgSQL_expr":
 		u.plExpr(n, line, false)
-		return
 	case (typ == "PLpgSQL_var" || typ == "PLpgSQL_rec") && n["lineno"] != nil:
 		u.declaration(typ, n, line)
 	case typ == "PLpgSQL_stmt_case" && n["t_expr"] != nil:
@@ -51,65 +45,30 @@ func (u *unit) pl(typ string, v any, line int) {
 	case dynamicFields[typ] != "":
 		if e, ok := n[dynamicFields[typ]].(map[string]any); ok {
 			u.plExpr(e["PLpgSQL_expr"].(map[string]any), line, true)
-			delete(n, dynamicFields[typ])
+			delete(n, dynamicFields[typ]) // not to be checked again
 		}
-	}
-	if l, ok := v.([]any); ok {
-		for _, x := range l {
-			u.pl("", x, line)
-		}
-	}
-	for k, x := range n {
-		if k[0] < 'A' || k[0] > 'Z' {
-			k = ""
-		}
-		u.pl(k, x, line)
 	}
 }
 
 // lineStart is where line (from 1) of u.text starts.
 func (u *unit) lineStart(line int) int {
-	at := 0
-	for ; line > 1; line-- {
-		i := strings.IndexByte(u.text[at:], '\n')
-		if i < 0 {
-			break
-		}
-		at += i + 1
-	}
-	return at
+	lines := strings.SplitAfterN(u.text, "\n", max(1, line))
+	return len(u.text) - len(lines[len(lines)-1])
 }
 
-// find returns where q first stands in u.text from line on, but where
-// it was found before (blanks in q match anything: PL/pgSQL blanks INTO
+// find returns where q first stands in u.text from line on, but where it
+// was found before (a blank in q matches anything: PL/pgSQL blanks INTO
 // out); -1 if nowhere.
 func (u *unit) find(q string, line int) int {
-	k := len(q) - len(strings.TrimLeft(q, " \t\r\n"))
-	if k == len(q) {
-		return -1
-	}
-	anchor := strings.Fields(q)[0]
-	for from := u.lineStart(line); ; {
-		i := strings.Index(u.text[from:], anchor)
-		if i < 0 {
-			return -1
-		}
-		p := from + i - k
-		if key := fmt.Sprint("e", p); p >= 0 && p+len(q) <= len(u.text) && !u.used[key] && masked(u.text[p:p+len(q)], q) {
+	from := u.lineStart(line)
+	re := regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(q), " ", "(?s:.)"))
+	for _, m := range re.FindAllStringIndex(u.text[from:], -1) {
+		if key := fmt.Sprint("e", from+m[0]); strings.TrimSpace(q) != "" && !u.used[key] {
 			u.used[key] = true
-			return p
-		}
-		from += i + 1
-	}
-}
-
-func masked(s, q string) bool {
-	for i := range len(q) {
-		if q[i] != ' ' && q[i] != s[i] {
-			return false
+			return from + m[0]
 		}
 	}
-	return true
+	return -1
 }
 
 var assignRE = regexp.MustCompile(`:=|=`)
@@ -210,15 +169,8 @@ func (u *unit) declaration(typ string, n map[string]any, line int) {
 		tat = u.lineStart(line)
 	}
 	if i := strings.LastIndexByte(typName, '%'); i >= 0 { // x%TYPE, tbl.col%TYPE, tbl%ROWTYPE
-		s := u.sub("SELECT ", typName[:i], typName[:i], tat)
-		stmts, _ := s.parse()
-		var ns []string
-		each(append(stmts, rawStmt{})[0].Stmt, func(typ string, n map[string]any) {
-			if typ == "ColumnRef" {
-				ns = names(n["fields"])
-			}
-		})
-		if strings.EqualFold(typName[i:], "%TYPE") && len(ns) > 0 {
+		ns := splitName(typName[:i])
+		if strings.EqualFold(typName[i:], "%TYPE") {
 			ns = ns[:len(ns)-1] // of a variable it needs nothing; of tbl.col, a schema
 		}
 		if len(ns) > 0 && !u.qualified(ns) {
@@ -236,4 +188,16 @@ func (u *unit) declaration(typ string, n map[string]any, line int) {
 			u.regString(strings.ToLower(ns[len(ns)-1]), map[string]any{"A_Const": map[string]any{"sval": map[string]any{"sval": val}, "location": float64(at + p)}})
 		}
 	}
+}
+
+// splitName splits a qualified name into its parts as PostgreSQL folds them.
+func splitName(s string) (ns []string) {
+	for _, p := range regexp.MustCompile(`"(?:[^"]|"")*"|[^."\s]+`).FindAllString(s, -1) {
+		if p[0] == '"' {
+			ns = append(ns, strings.ReplaceAll(p[1:len(p)-1], `""`, `"`))
+		} else {
+			ns = append(ns, strings.ToLower(p))
+		}
+	}
+	return ns
 }

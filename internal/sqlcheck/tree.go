@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
-	"unicode/utf8"
 
 	pg "github.com/pganalyze/pg_query_go/v6"
 	"github.com/pganalyze/pg_query_go/v6/parser"
@@ -98,15 +98,14 @@ func (u *unit) parse() ([]rawStmt, error) {
 	return tree.Stmts, err
 }
 
-// errorAt is where in u.text the parser's error err is.
+// errorAt is where in u.text the parser's error err is (a character
+// count taken for bytes).
 func (u *unit) errorAt(err error) int {
 	var pe *parser.Error
-	at := 0
-	for n := 1; errors.As(err, &pe) && n < pe.Cursorpos && at < len(u.text); n++ {
-		_, size := utf8.DecodeRuneInString(u.text[at:])
-		at += size
+	if errors.As(err, &pe) {
+		return max(0, min(pe.Cursorpos-1, len(u.text)-1))
 	}
-	return at
+	return 0
 }
 
 // checkSQL checks u as SQL statements, or reports that they do not parse.
@@ -124,12 +123,12 @@ func (u *unit) walkStmts(stmts []rawStmt) {
 		if s.Len == 0 {
 			u.end = len(u.text)
 		}
-		each(s.Stmt, func(typ string, n map[string]any) {
+		each(s.Stmt, 0, func(typ string, n map[string]any, _ int) {
 			if typ == "CommonTableExpr" {
 				u.ctes[str(n["ctename"])] = true
 			}
 		})
-		each(s.Stmt, u.node)
+		each(s.Stmt, 0, u.node)
 	}
 }
 
@@ -141,23 +140,27 @@ var typedFields = map[string]string{
 	"table": "RangeVar", "typevar": "RangeVar", "collClause": "CollateClause", "func": "ObjectWithArgs",
 }
 
-// each calls fn on every node in v, parents first.
-func each(v any, fn func(typ string, n map[string]any)) {
+// each calls fn on every node in v, parents first, with the line (of
+// PL/pgSQL) it is on.
+func each(v any, line int, fn func(typ string, n map[string]any, line int)) {
 	switch v := v.(type) {
 	case []any:
 		for _, x := range v {
-			each(x, fn)
+			each(x, line, fn)
 		}
 	case map[string]any:
 		for k, x := range v {
-			typ := typedFields[k]
+			typ, l := typedFields[k], line
 			if k[0] >= 'A' && k[0] <= 'Z' {
 				typ = k
 			}
 			if n, ok := x.(map[string]any); ok && typ != "" {
-				fn(typ, n)
+				if f, ok := n["lineno"].(float64); ok {
+					l = int(f)
+				}
+				fn(typ, n, l)
 			}
-			each(x, fn)
+			each(x, l, fn)
 		}
 	}
 }
@@ -213,11 +216,18 @@ func unqualified(kind string, ns []string) string {
 }
 
 // node checks one node of a statement's parse tree.
-func (u *unit) node(typ string, n map[string]any) {
+func (u *unit) node(typ string, n map[string]any, _ int) {
 	at := loc(n)
 	switch typ {
 	case "A_Expr":
-		u.aExpr(n)
+		switch kind, ns := str(n["kind"]), names(n["name"]); {
+		case syntaxStops[kind] != "":
+			u.syntax(at, syntaxStops[kind], ns[0])
+		case kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL":
+			u.opSubquery(ns, at)
+		default:
+			u.operator(ns, at)
+		}
 	case "SubLink":
 		if t, _ := n["subLinkType"].(string); t == "ANY_SUBLINK" && n["operName"] == nil {
 			u.syntax(at, "IN", "=")
@@ -279,35 +289,20 @@ func (u *unit) node(typ string, n map[string]any) {
 	}
 }
 
-func (u *unit) aExpr(n map[string]any) {
-	kind, _ := n["kind"].(string)
-	ns, at := names(n["name"]), loc(n)
-	switch kind {
-	case "", "AEXPR_OP":
-		u.operator(ns, at)
-	case "AEXPR_OP_ANY", "AEXPR_OP_ALL":
-		u.opSubquery(ns, at)
-	case "AEXPR_DISTINCT", "AEXPR_NOT_DISTINCT":
-		u.syntax(at, "FROM", "=")
-	case "AEXPR_NULLIF":
-		u.syntax(at, "NULLIF", "=")
-	case "AEXPR_IN", "AEXPR_LIKE", "AEXPR_ILIKE":
-		u.syntax(at, strings.TrimPrefix(kind, "AEXPR_"), ns[0])
-	case "AEXPR_SIMILAR":
-		u.syntax(at, "TO", ns[0])
-	default: // the BETWEENs
-		u.syntax(at, "BETWEEN", "< and >")
-	}
-}
+// syntaxStops are the A_Expr kinds that are syntax, with the word their
+// text ends with.
+var syntaxStops = map[string]string{"AEXPR_DISTINCT": "FROM", "AEXPR_NOT_DISTINCT": "FROM", "AEXPR_NULLIF": "NULLIF",
+	"AEXPR_IN": "IN", "AEXPR_LIKE": "LIKE", "AEXPR_ILIKE": "ILIKE", "AEXPR_SIMILAR": "TO", "AEXPR_BETWEEN": "BETWEEN",
+	"AEXPR_NOT_BETWEEN": "BETWEEN", "AEXPR_BETWEEN_SYM": "BETWEEN", "AEXPR_NOT_BETWEEN_SYM": "BETWEEN"}
 
-// syntax reports syntax at at that looks up the operators ops; its text
-// is the words up to stop.
-func (u *unit) syntax(at int, stop, ops string) {
+// syntax reports syntax at at that looks up operator op; its text is the
+// words up to stop.
+func (u *unit) syntax(at int, stop, op string) {
 	text := phrase(u.raw, at, stop)
 	if stop == "IN" {
 		text += " ("
 	}
-	u.report(at, RuleSyntax, text, text+" looks up "+ops+" through search_path; write it with OPERATOR(pg_catalog."+strings.Fields(ops)[0]+")")
+	u.report(at, RuleSyntax, text, text+" looks up an operator ("+op+") through search_path; write it with OPERATOR(pg_catalog.op)")
 }
 
 func (u *unit) operator(ns []string, at int) {
@@ -344,7 +339,7 @@ func (u *unit) opSubquery(ns []string, at int) {
 // locate: they are found before and after the right-hand item.
 func (u *unit) join(n map[string]any) {
 	first, last := -1, -1
-	each(map[string]any{"X": n["rarg"]}, func(_ string, n map[string]any) {
+	each(map[string]any{"X": n["rarg"]}, 0, func(_ string, n map[string]any, _ int) {
 		if l := loc(n); l >= 0 && (first < 0 || l < first) {
 			first = l
 		}
@@ -381,21 +376,13 @@ func (u *unit) typeName(n map[string]any) {
 
 // regTemplates turn the string that a reg* type or function reads as a
 // name into SQL that names the same.
-var regTemplates = map[string]string{}
-
-func init() {
-	for tmpl, regs := range map[string]string{
-		"SELECT FROM %s":          "regclass regconfig regdictionary to_regclass nextval currval setval pg_sequence_last_value",
-		"SELECT NULL::%s":         "regtype to_regtype",
-		"DROP FUNCTION %s":        "regproc regprocedure to_regproc to_regprocedure",
-		"SELECT 1 OPERATOR(%s) 1": "regoper to_regoper",
-		"DROP OPERATOR %s":        "regoperator to_regoperator",
-		"SELECT NULL COLLATE %s":  "regcollation to_regcollation",
-	} {
-		for _, r := range strings.Fields(regs) {
-			regTemplates[r] = tmpl
-		}
-	}
+var regTemplates = map[string]string{
+	"SELECT FROM %s":          "regclass regconfig regdictionary to_regclass nextval currval setval pg_sequence_last_value",
+	"SELECT NULL::%s":         "regtype to_regtype",
+	"DROP FUNCTION %s":        "regproc regprocedure to_regproc to_regprocedure",
+	"SELECT 1 OPERATOR(%s) 1": "regoper to_regoper",
+	"DROP OPERATOR %s":        "regoperator to_regoperator",
+	"SELECT NULL COLLATE %s":  "regcollation to_regcollation",
 }
 
 // regString checks arg, if a string constant, as the name reg (a reg*
@@ -404,15 +391,19 @@ func (u *unit) regString(reg string, arg any) {
 	m, _ := arg.(map[string]any)
 	c, _ := m["A_Const"].(map[string]any)
 	sv, isStr := c["sval"].(map[string]any)
-	tmpl, ok := regTemplates[reg]
-	if !ok || !isStr {
+	tmpl := ""
+	for t, regs := range regTemplates {
+		if slices.Contains(strings.Fields(regs), reg) {
+			tmpl = t
+		}
+	}
+	if tmpl == "" || !isStr {
 		return
 	}
 	at := loc(c)
 	u.data[u.at(at)] = true
-	probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, format: u.format}
-	probe.text = fmt.Sprintf(tmpl, str(sv["sval"]))
-	probe.raw = probe.text
+	q := fmt.Sprintf(tmpl, str(sv["sval"]))
+	probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
 	if probe.checkSQL(); len(probe.found) > 0 {
 		_, _, end, _ := unquote(u.raw, at)
 		u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
