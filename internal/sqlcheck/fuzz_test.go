@@ -54,7 +54,8 @@ func (g *gen) plant(bad, good string, r Rule) {
 var (
 	genOps   = []string{"<", ">", "=", "<=", ">=", "<>", "+", "-", "*", "/", "%", "||", "<<", ">>", "&", "|", "#", "~", "@>", "!~"}
 	genFuncs = []string{"lower", "now", "random", "pg_advisory_lock", "format", "substring", "left", "count", `"upper"`}
-	genTypes = []string{"text", "timestamptz", "regclass", "bool", "int8", "oid", "void", `"char"`}
+	genTypes = []string{"text", "timestamptz", "regrole", // not regclass: ('a')::regclass reads a name
+		"bool", "int8", "oid", "void", `"char"`}
 	genKeyT  = []string{"bigint", "integer", "boolean", "double precision", "numeric(10, 2)", "bit(64)", "timestamp with time zone", "character varying"}
 	genTerms = []string{"a", "b.c", "42", "(-1)", "1.5e-3", "$1", `"Mixed Case"`, "'a < b'", "'it''s = x'", "E'\\' < '", "NULL", "TRUE", "CURRENT_TIMESTAMP"}
 )

@@ -79,7 +79,10 @@ func (u *unit) report(at int, r Rule, text, reason string) {
 	if text == "" {
 		text = u.raw[max(0, min(at, len(u.raw))):min(len(u.raw), at+10)]
 	}
-	u.found = append(u.found, Finding{Offset: u.at(at), Rule: r, Text: strings.Join(strings.Fields(text), " "), Reason: reason})
+	if text = strings.Join(strings.Fields(text), " "); text == "" {
+		text = "(end of text)"
+	}
+	u.found = append(u.found, Finding{Offset: u.at(at), Rule: r, Text: text, Reason: reason})
 }
 
 type rawStmt struct {
