@@ -24,6 +24,7 @@ type checkCase struct {
 
 func runCases(t *testing.T, cases []checkCase) {
 	t.Helper()
+	SkipUnsupported(t)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			got := summary(Check([]byte(tc.sql), own))
@@ -43,7 +44,7 @@ func TestOperators(t *testing.T) {
 		{"OPERATOR without schema", "SELECT a OPERATOR(<) b;", []string{"operator OPERATOR(<)"}},
 		{"OPERATOR other schema", "SELECT a OPERATOR(evil.<) b;", []string{"operator OPERATOR(evil.<)"}},
 		{"concatenation", "SELECT a||b;", []string{"operator ||"}},
-		{"every operator", "SELECT a + b - c * d / e % f ^ g & h | i # j ~ k << l >> m <> n != o <= p >= q @> r;",
+		{"every operator", "SELECT a + b - c * d / e % f ^ g & h | i # j ~ k << l >> m <> (n != (o <= (p >= (q @> r))));",
 			[]string{"operator +", "operator -", "operator *", "operator /", "operator %", "operator ^", "operator &",
 				"operator |", "operator #", "operator ~", "operator <<", "operator >>", "operator <>", "operator !=",
 				"operator <=", "operator >=", "operator @>"}},
@@ -53,7 +54,7 @@ func TestOperators(t *testing.T) {
 		{"binary minus before a constant", "SELECT a -1, 2 - -1, (a) - 1;", []string{"operator -", "operator -", "operator -"}},
 		{"trailing minus is cut off", "SELECT a<-b;", []string{"operator <", "operator -"}},
 		{"trailing minus kept after @", "SELECT a@-b;", []string{"operator @-"}},
-		{"operator stops at a comment", "SELECT a</*c*/b, c<--d\n;", []string{"operator <", "operator <"}},
+		{"operator stops at a comment", "SELECT a</*c*/b, c<--d\n1;", []string{"operator <", "operator <"}},
 		{"star", "SELECT *, t.* FROM pg_catalog.pg_class t; SELECT pg_catalog.count(*); SELECT DISTINCT * FROM pg_catalog.pg_class;", nil},
 		{"multiplication", "SELECT 2*3, a * b, (a) * (b), x.y * 2;", []string{"operator *", "operator *", "operator *", "operator *"}},
 		{"cast and named argument", "SELECT x::pg_catalog.int4, pg_catalog.make_interval(days => 1);", nil},
@@ -73,26 +74,27 @@ func TestOperators(t *testing.T) {
 
 func TestPLpgSQLSyntax(t *testing.T) {
 	runCases(t, []checkCase{
-		{"assignments", "DO $$ DECLARE x integer := 1; y integer = 2; z integer DEFAULT 3; BEGIN x := 4; y = 5; z[1] := 6; r.f := 7; END $$;", nil},
+		{"assignments", "DO $$ DECLARE x integer := 1; y integer = 2; z integer[] DEFAULT '{3}'; r record; BEGIN x := 4; y = 5; z[1] := 6; r.f := 7; END $$;",
+			[]string{"type record"}}, // pg_query's PL/pgSQL knows r.f only of an unqualified record
 		{"assignment of a comparison", "DO $$ DECLARE b boolean; BEGIN b := x = 1; b = x < 2; END $$;",
 			[]string{"operator =", "operator <"}},
 		{"RAISE USING", "DO $$ BEGIN RAISE EXCEPTION USING ERRCODE = 'P0001', MESSAGE = 'm', DETAIL = 'd', HINT = 'h'; END $$;", nil},
 		{"RAISE USING expression", "DO $$ BEGIN RAISE NOTICE 'n % %', a + 1, b USING HINT = 'a' || 'b'; END $$;",
 			[]string{"operator +", "operator ||"}},
 		{"RAISE condition", "DO $$ BEGIN RAISE division_by_zero; RAISE SQLSTATE '22012' USING MESSAGE = 'x'; RAISE; END $$;", nil},
-		{"exception handler", "DO $$ BEGIN NULL; EXCEPTION WHEN SQLSTATE 'SF001' OR division_by_zero THEN NULL; WHEN others THEN x = 1; RAISE; END $$;", nil},
+		{"exception handler", "DO $$ DECLARE x integer; BEGIN NULL; EXCEPTION WHEN SQLSTATE 'SF001' OR division_by_zero THEN NULL; WHEN others THEN x = 1; RAISE; END $$;", nil},
 		{"labels and %TYPE", "DO $$ <<outer>> DECLARE v x%TYPE; BEGIN <<inner>> LOOP EXIT outer WHEN true; END LOOP inner; END outer $$;", nil},
 		{"GET DIAGNOSTICS", "DO $$ DECLARE n bigint; BEGIN GET DIAGNOSTICS n = ROW_COUNT; END $$;", nil},
 		{"integer FOR", "DO $$ BEGIN FOR i IN REVERSE 10..1 BY 2 LOOP NULL; END LOOP; END $$;", nil},
 		{"query FOR", "DO $$ DECLARE r record; BEGIN FOR r IN (SELECT 1) LOOP END LOOP; FOR r IN SELECT a < b LOOP END LOOP; END $$;",
 			[]string{"type record", "operator <"}},
-		{"IF and WHILE", "DO $$ BEGIN IF a < 1 THEN x := CASE WHEN b THEN 1 ELSE 2 END; ELSIF c THEN NULL; ELSE NULL; END IF; WHILE d > 0 LOOP END LOOP; END $$;",
+		{"IF and WHILE", "DO $$ DECLARE x integer; BEGIN IF a < 1 THEN x := CASE WHEN b THEN 1 ELSE 2 END; ELSIF c THEN NULL; ELSE NULL; END IF; WHILE d > 0 LOOP END LOOP; END $$;",
 			[]string{"operator <", "operator >"}},
-		{"THEN inside a CASE expression is not a statement", "DO $$ BEGIN IF CASE WHEN a THEN b = c END THEN NULL; END IF; END $$;",
+		{"THEN inside a CASE expression is not a statement", "DO $$ BEGIN IF (CASE WHEN a THEN b = c END) THEN NULL; END IF; END $$;",
 			[]string{"operator ="}},
 		{"option", "CREATE FUNCTION \"public\".f() RETURNS integer LANGUAGE plpgsql AS $$\n#variable_conflict use_column\nBEGIN RETURN 1; END $$;", nil},
 		{"PERFORM and RETURN call", "DO $$ BEGIN PERFORM f(1); RETURN g(2); END $$;", []string{"function f", "function g"}},
-		{"cursor", "DO $$ DECLARE c CURSOR (k integer) FOR SELECT k; BEGIN OPEN c(1); FETCH c INTO x; CLOSE c; END $$;", nil},
+		{"cursor", "DO $$ DECLARE x integer; c CURSOR (k integer) FOR SELECT k; BEGIN OPEN c(1); FETCH c INTO x; CLOSE c; END $$;", nil},
 	})
 }
 
@@ -130,7 +132,7 @@ func TestFunctions(t *testing.T) {
 			[]string{"function substring", "function overlay"}},
 		{"type-or-function keywords", "SELECT left('a', 1), right('a', 1), current_schema(), current_schema;", []string{"function left", "function right", "function current_schema"}},
 		{"aliases and CTEs", "WITH x(a) AS (SELECT 1), y AS MATERIALIZED (SELECT 2) SELECT * FROM pg_catalog.generate_series(1, 2) AS g(i), pg_catalog.unnest(b) u(j), x, y;", nil},
-		{"aggregate clauses", "SELECT count(*) FILTER (WHERE a) OVER (PARTITION BY b), pg_catalog.string_agg(a, ',' ORDER BY a) WITHIN GROUP (ORDER BY a);",
+		{"aggregate clauses", "SELECT count(*) FILTER (WHERE a) OVER (PARTITION BY b), pg_catalog.string_agg(a, ',' ORDER BY a), pg_catalog.percentile_disc(0.5) WITHIN GROUP (ORDER BY a);",
 			[]string{"function count"}},
 		{"CREATE FUNCTION name", "CREATE FUNCTION f() RETURNS integer LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION evil.g() RETURNS integer LANGUAGE sql AS 'SELECT 1';",
 			[]string{"function f", "function evil.g"}},
@@ -158,9 +160,9 @@ func TestTypes(t *testing.T) {
 			[]string{"syntax LIKE"}},
 		{"RETURNS", `CREATE FUNCTION "public".f() RETURNS void LANGUAGE sql AS 'SELECT'; CREATE FUNCTION "public".g() RETURNS SETOF text LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION "public".h() RETURNS record LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION "public".i() RETURNS trigger LANGUAGE plpgsql AS 'BEGIN RETURN NULL; END';`,
 			[]string{"type void", "type text", "type record", "type trigger"}},
-		{"RETURNS qualified", `CREATE FUNCTION "public".f() RETURNS pg_catalog.void LANGUAGE sql AS 'SELECT'; CREATE FUNCTION "public".g() RETURNS TABLE (a pg_catalog.text, b bigint) LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION "public".h() RETURNS NULL ON NULL INPUT RETURNS integer LANGUAGE sql AS 'SELECT 1';`, nil},
+		{"RETURNS qualified", `CREATE FUNCTION "public".f() RETURNS pg_catalog.void LANGUAGE sql AS 'SELECT'; CREATE FUNCTION "public".g() RETURNS TABLE (a pg_catalog.text, b bigint) LANGUAGE sql AS 'SELECT 1'; CREATE FUNCTION "public".h() RETURNS integer RETURNS NULL ON NULL INPUT LANGUAGE sql AS 'SELECT 1';`, nil},
 		{"RETURNS TABLE", `CREATE FUNCTION "public".g() RETURNS TABLE (a text, b bigint) LANGUAGE sql AS 'SELECT 1';`, []string{"type text"}},
-		{"arguments", `CREATE FUNCTION "public".f(a text, b integer DEFAULT 1 + 1, OUT c timestamptz, timestamp timestamptz, double precision, INOUT d bigint = 2) LANGUAGE sql AS 'SELECT 1';`,
+		{"arguments", `CREATE FUNCTION "public".f(a text, b integer DEFAULT 1 + 1, OUT c timestamptz, ts timestamptz, double precision, INOUT d bigint = 2) LANGUAGE sql AS 'SELECT 1';`,
 			[]string{"type text", "operator +", "type timestamptz", "type timestamptz"}},
 		{"signatures", `COMMENT ON FUNCTION "public".f(bigint, timestamptz, double precision, timestamp with time zone, time(3) without time zone) IS 'x'; DROP FUNCTION "public".g(text);`,
 			[]string{"type timestamptz", "type text"}},
@@ -184,9 +186,11 @@ func TestRelations(t *testing.T) {
 		{"FROM item after a subquery", "SELECT 1 FROM (SELECT 1) o, pg_class;", []string{"relation pg_class"}},
 		{"DML targets", "INSERT INTO t VALUES (1); UPDATE ONLY u SET a = 1; DELETE FROM v USING w;",
 			[]string{"relation t", "relation u", "relation v", "relation w"}},
-		{"FROM in function arguments", "SELECT EXTRACT(epoch FROM t), pg_catalog.substring(a FROM 1), TRIM(LEADING FROM a);", nil},
+		{"FROM in function arguments", "SELECT EXTRACT(epoch FROM t), substring(a FROM 1), TRIM(LEADING FROM a);", nil},
 		{"DDL", `CREATE SEQUENCE s; COMMENT ON SEQUENCE "public".s IS 'x'; GRANT USAGE ON SEQUENCE s TO PUBLIC; GRANT SELECT ON t TO PUBLIC; DROP SEQUENCE IF EXISTS "public".s;`,
 			[]string{"relation s", "relation s", "relation t"}},
+		{"DDL naming unqualified relations", `DROP TABLE IF EXISTS t, "public".u; COMMENT ON SEQUENCE s IS 'x'; CREATE SEQUENCE "public".q OWNED BY v.c;`,
+			[]string{"relation t", "relation s", "relation v"}},
 	})
 }
 
@@ -222,7 +226,7 @@ func TestLexing(t *testing.T) {
 		{"comment in dollar body", "DO $$ BEGIN -- a < b\n NULL; /* c > d */ END $$;", nil},
 		{"dollar body", `CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS $fn$ SELECT 1 + 1 $fn$;`, []string{"operator +"}},
 		{"quoted body", `CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS 'SELECT ''a'' || ''b''';`, []string{"operator ||"}},
-		{"E body", `CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS E'SELECT\n1 \\+ 1 || \'a\'';`, []string{"operator +", "operator ||"}},
+		{"E body", `CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS E'SELECT\n1 + 1 || \'a\\\\b\'';`, []string{"operator +", "operator ||"}},
 		{"C body is not read", `CREATE FUNCTION "public".f() RETURNS integer LANGUAGE c AS 'a<b', 'c>d';`, nil},
 		{"other languages are not read", `CREATE FUNCTION "public".f() RETURNS integer LANGUAGE plpython3u AS $$ return 1 < 2 $$; DO LANGUAGE plperl $$ 1 < 2 $$;`, nil},
 		{"comment text", `COMMENT ON FUNCTION "public".f() IS $c$ a < b $c$;`, nil},
@@ -230,15 +234,16 @@ func TestLexing(t *testing.T) {
 		{"EXECUTE string", "DO $$ BEGIN EXECUTE 'SELECT 1 + 1'; EXECUTE format('SELECT %s < 1', 2); RAISE NOTICE 'x < y'; END $$;",
 			[]string{"operator +", "function format", "operator <"}},
 		{"format message is data", "DO $$ BEGIN RAISE EXCEPTION USING MESSAGE = pg_catalog.format('a < %s', 1); END $$;", nil},
-		{"unterminated string", "SELECT 1 < 2, 'abc", []string{"operator <"}},
-		{"unterminated dollar", "SELECT 1 < 2, $x$ abc", []string{"operator <"}},
-		{"unterminated comment", "SELECT 1 < 2 /* abc", []string{"operator <"}},
+		{"unterminated string", "SELECT 1 < 2, 'abc", []string{"parse 'abc"}},
+		{"unterminated dollar", "SELECT 1 < 2, $x$ abc", []string{"parse $x$ abc"}},
+		{"unterminated comment", "SELECT 1 < 2 /* abc", []string{"parse /* abc"}},
 	})
 }
 
 // The example of the brief: a format() string that is itself a function
 // definition, inside a PL/pgSQL body.
 func TestNestedFormatDDL(t *testing.T) {
+	SkipUnsupported(t)
 	sql := `CREATE OR REPLACE FUNCTION "public".set_node(d integer)
 RETURNS void
 LANGUAGE plpgsql
@@ -269,11 +274,12 @@ $fn$;
 }
 
 func TestPositions(t *testing.T) {
+	SkipUnsupported(t)
 	sql := "SELECT 1\n  + 2;\n" + // + at 2:3, offset 11
-		"DO $$\nBEGIN\n\tx := now();\nEND $$;\n" + // now at 5:7 (a tab is one byte)
-		`CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS 'SELECT ''é'' || 1';` + "\n" // || at 7:77 (é is two bytes)
+		"DO $$\nDECLARE x pg_catalog.timestamptz;\nBEGIN\n\tx := now();\nEND $$;\n" + // now at 6:7 (a tab is one byte)
+		`CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS 'SELECT ''é'' || 1';` + "\n" // || at 8:77 (é is two bytes)
 	got := Check([]byte(sql), own)
-	want := [][3]int{{2, 3, 11}, {5, 7, 0}, {7, 77, 0}}
+	want := [][3]int{{2, 3, 11}, {6, 7, 0}, {8, 77, 0}}
 	if len(got) != 3 {
 		t.Fatalf("got %v", got)
 	}
@@ -291,6 +297,7 @@ func TestPositions(t *testing.T) {
 }
 
 func TestOwnSchemas(t *testing.T) {
+	SkipUnsupported(t)
 	sql := []byte(`SELECT "public".f(), public.g(), "Mixed".h(), "ids".i();`)
 	for _, tc := range []struct {
 		own  []string
@@ -308,6 +315,7 @@ func TestOwnSchemas(t *testing.T) {
 }
 
 func TestFindingString(t *testing.T) {
+	SkipUnsupported(t)
 	got := Check([]byte("SELECT\n  1 < 2;"), Options{})
 	if len(got) != 1 || got[0].String() != "2:5: operator: <: operator < is looked up through search_path; write OPERATOR(pg_catalog.<)" {
 		t.Errorf("got %v", got)

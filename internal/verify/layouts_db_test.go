@@ -57,8 +57,12 @@ func installLayout(t *testing.T, pool *pgxpool.Pool, l snowflake.Layout, schema 
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range sqlcheck.Check(script, sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema), pgident.Quote(catalog.PrivateSchema(schema))}}) {
-		t.Errorf("%v: %s", l, f)
+	if !sqlcheck.Supported {
+		t.Logf("%v: the script is not checked: internal/sqlcheck needs cgo", l)
+	} else {
+		for _, f := range sqlcheck.Check(script, sqlcheck.Options{OwnSchemas: []string{pgident.Quote(schema), pgident.Quote(catalog.PrivateSchema(schema))}}) {
+			t.Errorf("%v: %s", l, f)
+		}
 	}
 	if _, err := pool.Exec(context.Background(), string(script)); err != nil {
 		t.Fatalf("install %v: %v", l, err)

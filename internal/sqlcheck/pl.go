@@ -1,0 +1,203 @@
+//go:build cgo
+
+package sqlcheck
+
+import (
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+)
+
+// plpgsql checks u, the body of stmt, a CREATE FUNCTION or DO in
+// PL/pgSQL. The PL/pgSQL parser gives each expression's text and each
+// statement's line; the expressions are found in u from their line on.
+func (u *unit) plpgsql(stmt string) {
+	var fns []any
+	j, err := pg.ParsePlPgSqlToJSON(stmt)
+	if err == nil {
+		err = json.Unmarshal([]byte(j), &fns)
+	}
+	if err != nil {
+		u.report(0, RuleParse, "", "the PL/pgSQL parser rejects the body ("+err.Error()+"), so nothing in it can be checked")
+	}
+	u.used = map[string]bool{}
+	each(fns, 1, u.pl)
+}
+
+// dynamicFields name the expressions whose string EXECUTE runs.
+var dynamicFields = map[string]string{"PLpgSQL_stmt_dynexecute": "query", "PLpgSQL_stmt_dynfors": "query",
+	"PLpgSQL_stmt_return_query": "dynquery", "PLpgSQL_stmt_open": "dynquery"}
+
+// pl checks a node of a PL/pgSQL function's tree, on line of the body.
+func (u *unit) pl(typ string, n map[string]any, line int) {
+	switch {
+	case typ == "PLpgSQL_expr":
+		u.plExpr(n, line, false)
+	case (typ == "PLpgSQL_var" || typ == "PLpgSQL_rec") && n["lineno"] != nil:
+		u.declaration(typ, n, line)
+	case typ == "PLpgSQL_stmt_case" && n["t_expr"] != nil:
+		if at := wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false); at >= 0 {
+			u.report(at, RuleSyntax, u.raw[at:at+4], "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v")
+		}
+	case dynamicFields[typ] != "":
+		if e, ok := n[dynamicFields[typ]].(map[string]any); ok {
+			u.plExpr(e["PLpgSQL_expr"].(map[string]any), line, true)
+			delete(n, dynamicFields[typ]) // not to be checked again
+		}
+	}
+}
+
+// lineStart is where line (from 1) of u.text starts.
+func (u *unit) lineStart(line int) int {
+	lines := strings.SplitAfterN(u.text, "\n", max(1, line))
+	return len(u.text) - len(lines[len(lines)-1])
+}
+
+// find returns where q first stands in u.text from line on, but where it
+// was found before (a blank in q matches anything: PL/pgSQL blanks INTO
+// out); -1 if nowhere.
+func (u *unit) find(q string, line int) int {
+	from := u.lineStart(line)
+	re := regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(q), " ", "(?s:.)"))
+	for _, m := range re.FindAllStringIndex(u.text[from:], -1) {
+		if key := fmt.Sprint("e", from+m[0]); strings.TrimSpace(q) != "" && !u.used[key] {
+			u.used[key] = true
+			return from + m[0]
+		}
+	}
+	return -1
+}
+
+var assignRE = regexp.MustCompile(`:=|=`)
+
+// plExpr checks a PL/pgSQL expression or statement; with dynamic, also
+// the string that EXECUTE runs when it is a constant or format()'s.
+func (u *unit) plExpr(e map[string]any, line int, dynamic bool) {
+	q, prefix := str(e["query"]), "SELECT "
+	mode, _ := e["parseMode"].(float64)
+	if strings.HasPrefix(q, `"__Case__Variable_`) { // a simple CASE's WHEN v is "var IN (v)"
+		q = q[strings.Index(q, " IN (")+5 : len(q)-1]
+	} else if mode == 0 {
+		prefix = ""
+	}
+	at := u.find(q, line)
+	if t := strings.TrimSpace(q); at < 0 && strings.HasPrefix(t, "SELECT ") { // PERFORM f() is SELECT f()
+		if at = u.find("PERFORM"+t[6:], line); at >= 0 {
+			q = " SELECT" + t[6:]
+		}
+	}
+	raw := q
+	if at < 0 {
+		at = u.lineStart(line)
+	} else {
+		raw = u.raw[at : at+len(q)]
+	}
+	if m := assignRE.FindStringIndex(q); mode >= 3 && m != nil { // x := v is checked as SELECT x , v
+		q = q[:m[0]] + ", "[:m[1]-m[0]] + q[m[1]:]
+	}
+	s := u.sub(prefix, q, raw, at)
+	if stmts, err := s.parse(); err != nil {
+		s.checkSQL() // reports it
+	} else {
+		if dynamic && len(stmts) == 1 {
+			s.dynamic(stmts[0].Stmt)
+		}
+		s.walkStmts(stmts)
+	}
+}
+
+// dynamic checks the SQL that EXECUTE runs when its expression (here a
+// SELECT of it) is a string constant or format() of one.
+func (u *unit) dynamic(stmt map[string]any) {
+	sel, _ := stmt["SelectStmt"].(map[string]any)
+	tl, _ := sel["targetList"].([]any)
+	rt, _ := append(tl, map[string]any{})[0].(map[string]any)["ResTarget"].(map[string]any)
+	v, _ := rt["val"].(map[string]any)
+	c, _ := v["A_Const"].(map[string]any)
+	f, format := v["FuncCall"].(map[string]any)
+	if ns, args := names(f["funcname"]), f["args"]; format && len(ns) > 0 && ns[len(ns)-1] == "format" && args != nil {
+		c, _ = args.([]any)[0].(map[string]any)["A_Const"].(map[string]any)
+	}
+	if lit, ok := u.literal(loc(c)); ok && len(tl) == 1 && c["sval"] != nil {
+		u.data[u.at(loc(c))] = true
+		if format {
+			lit.text, lit.format = fillPlaceholders(lit.text), true
+			lit.blankPlaceholders()
+		}
+		lit.checkSQL()
+	}
+}
+
+// blankPlaceholders blanks out the placeholders that stand for SQL other
+// than a value or a name (format('... WHERE a%s', ' OR b')), one at a
+// time, where the parser stops at one.
+func (u *unit) blankPlaceholders() {
+	for range 16 {
+		_, err := u.parse()
+		at := u.errorAt(err)
+		if err == nil || at >= len(u.text) || u.raw[at] != '%' {
+			return
+		}
+		n := len(u.text[at:]) - len(strings.TrimLeft(u.text[at:], "_"))
+		u.text = u.text[:at] + strings.Repeat(" ", n) + u.text[at+n:]
+	}
+}
+
+var recordRE = regexp.MustCompile(`^\s+(?i:constant\s+)?([\w$."]+)`)
+
+// declaration checks the type a PL/pgSQL variable is declared with, and
+// a reg* variable's constant default. A record's type is read from the
+// body (the tree has none).
+func (u *unit) declaration(typ string, n map[string]any, line int) {
+	name := str(n["refname"])
+	at := wordIndex(u.text, regexp.QuoteMeta(name), u.lineStart(line), len(u.text), false)
+	if at < 0 || u.used[fmt.Sprint("d", at)] { // a variable is in the tree at each use
+		return
+	}
+	u.used[fmt.Sprint("d", at)] = true
+	dt, _ := n["datatype"].(map[string]any)
+	t, _ := dt["PLpgSQL_type"].(map[string]any)
+	typName := strings.TrimSpace(str(t["typname"]))
+	if m := recordRE.FindStringSubmatch(u.text[at+len(name):]); typ == "PLpgSQL_rec" && m != nil {
+		typName = m[1]
+	}
+	tat := at + strings.Index(u.text[at:], typName)
+	if tat < at {
+		tat = u.lineStart(line)
+	}
+	if i := strings.LastIndexByte(typName, '%'); i >= 0 { // x%TYPE, tbl.col%TYPE, tbl%ROWTYPE
+		ns := splitName(typName[:i])
+		if strings.EqualFold(typName[i:], "%TYPE") {
+			ns = ns[:len(ns)-1] // of a variable it needs nothing; of tbl.col, a schema
+		}
+		if len(ns) > 0 && !u.qualified(ns) {
+			u.report(tat, RuleType, typName, unqualified("type", ns))
+		}
+	} else {
+		u.sub("SELECT NULL::", typName, u.raw[tat:min(len(u.raw), tat+len(typName))], tat).checkSQL()
+	}
+	d, _ := n["default_val"].(map[string]any)
+	e, _ := d["PLpgSQL_expr"].(map[string]any)
+	q := strings.TrimSpace(str(e["query"]))
+	if val, _, end, ok := unquote(q, 0); ok && end == len(q) {
+		if p := strings.Index(u.text[at:], q); p >= 0 {
+			ns := strings.Split(typName, ".")
+			u.regString(strings.ToLower(ns[len(ns)-1]), map[string]any{"A_Const": map[string]any{"sval": map[string]any{"sval": val}, "location": float64(at + p)}})
+		}
+	}
+}
+
+// splitName splits a qualified name into its parts as PostgreSQL folds them.
+func splitName(s string) (ns []string) {
+	for _, p := range regexp.MustCompile(`"(?:[^"]|"")*"|[^."\s]+`).FindAllString(s, -1) {
+		if p[0] == '"' {
+			ns = append(ns, strings.ReplaceAll(p[1:len(p)-1], `""`, `"`))
+		} else {
+			ns = append(ns, strings.ToLower(p))
+		}
+	}
+	return ns
+}

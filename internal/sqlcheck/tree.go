@@ -1,0 +1,490 @@
+//go:build cgo
+
+package sqlcheck
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	pg "github.com/pganalyze/pg_query_go/v6"
+	"github.com/pganalyze/pg_query_go/v6/parser"
+)
+
+// Supported is true when Check can run: it needs cgo for the parser.
+const Supported = true
+
+// A run is one call of Check.
+type run struct {
+	own   map[string]bool
+	found []Finding
+	data  map[int]bool // input offsets of string constants that are data or checked already
+}
+
+// A unit is one text that is parsed: the input, a function body, a
+// string that EXECUTE runs, a PL/pgSQL expression.
+type unit struct {
+	*run
+	text, raw  string // what is parsed; what is written (format()'s placeholders), for Finding.Text
+	pos        []int  // pos[i] is the input offset of text[i]; nil: i
+	format     bool   // in a format() string: names of underscores are placeholders
+	depth      int
+	stmt, end  int             // where the statement being walked is in text
+	ctes, used map[string]bool // its WITH's names; PL/pgSQL: what was found where
+}
+
+// maxDepth bounds how deeply bodies and strings are checked inside each other.
+const maxDepth = 32
+
+func check(sql []byte, own map[string]bool) []Finding {
+	u := &unit{run: &run{own: own, data: map[int]bool{}}, text: string(sql), raw: string(sql)}
+	u.checkSQL()
+	return u.found
+}
+
+// at maps an offset in u.text to one in the input.
+func (u *unit) at(i int) int {
+	if u.pos == nil {
+		return i
+	}
+	return u.pos[max(0, min(i, len(u.pos)-1))]
+}
+
+// sub is a unit for text, at i in u, with prefix before it.
+func (u *unit) sub(prefix, text, raw string, i int) *unit {
+	s := &unit{run: u.run, text: prefix + text, raw: prefix + raw, format: u.format, depth: u.depth + 1}
+	for j := range len(s.text) + 1 {
+		s.pos = append(s.pos, u.at(i+max(0, j-len(prefix))))
+	}
+	return s
+}
+
+// literal is a unit for the value of the string constant at u.text[at:].
+func (u *unit) literal(at int) (*unit, bool) {
+	val, pos, _, ok := unquote(u.text, at)
+	raw, _, _, _ := unquote(u.raw, at)
+	if !ok || len(raw) != len(val) || u.depth >= maxDepth {
+		return nil, false
+	}
+	s := &unit{run: u.run, text: val, raw: raw, format: u.format, depth: u.depth + 1}
+	for _, p := range pos {
+		s.pos = append(s.pos, u.at(p))
+	}
+	return s, true
+}
+
+func (u *unit) report(at int, r Rule, text, reason string) {
+	if text == "" {
+		text = u.raw[max(0, min(at, len(u.raw))):min(len(u.raw), at+10)]
+	}
+	if text = strings.Join(strings.Fields(text), " "); text == "" {
+		text = "(end of text)"
+	}
+	u.found = append(u.found, Finding{Offset: u.at(at), Rule: r, Text: text, Reason: reason})
+}
+
+type rawStmt struct {
+	Stmt     map[string]any
+	Location int `json:"stmt_location"`
+	Len      int `json:"stmt_len"`
+}
+
+// parse parses u.text as SQL statements.
+func (u *unit) parse() ([]rawStmt, error) {
+	j, err := pg.ParseToJSON(u.text)
+	var tree struct{ Stmts []rawStmt }
+	if err == nil {
+		err = json.Unmarshal([]byte(j), &tree)
+	}
+	return tree.Stmts, err
+}
+
+// errorAt is where in u.text the parser's error err is (a character
+// count taken for bytes).
+func (u *unit) errorAt(err error) int {
+	var pe *parser.Error
+	if errors.As(err, &pe) {
+		return max(0, min(pe.Cursorpos-1, len(u.text)-1))
+	}
+	return 0
+}
+
+// checkSQL checks u as SQL statements, or reports that they do not parse.
+func (u *unit) checkSQL() {
+	stmts, err := u.parse()
+	if err != nil {
+		u.report(u.errorAt(err), RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
+	}
+	u.walkStmts(stmts)
+}
+
+func (u *unit) walkStmts(stmts []rawStmt) {
+	for _, s := range stmts {
+		u.stmt, u.end, u.ctes = s.Location, s.Location+s.Len, map[string]bool{}
+		if s.Len == 0 {
+			u.end = len(u.text)
+		}
+		each(s.Stmt, 0, func(typ string, n map[string]any, _ int) {
+			if typ == "CommonTableExpr" {
+				u.ctes[str(n["ctename"])] = true
+			}
+		})
+		each(s.Stmt, 0, u.node)
+	}
+}
+
+// typedFields are the fields that hold a node of one type, which the JSON
+// does not name.
+var typedFields = map[string]string{
+	"typeName": "TypeName", "returnType": "TypeName", "argType": "TypeName", "ofTypename": "TypeName",
+	"relation": "RangeVar", "sequence": "RangeVar", "view": "RangeVar", "pktable": "RangeVar", "rel": "RangeVar",
+	"table": "RangeVar", "typevar": "RangeVar", "collClause": "CollateClause", "func": "ObjectWithArgs",
+}
+
+// each calls fn on every node in v, parents first, with the line (of
+// PL/pgSQL) it is on.
+func each(v any, line int, fn func(typ string, n map[string]any, line int)) {
+	switch v := v.(type) {
+	case []any:
+		for _, x := range v {
+			each(x, line, fn)
+		}
+	case map[string]any:
+		for k, x := range v {
+			typ, l := typedFields[k], line
+			if k[0] >= 'A' && k[0] <= 'Z' {
+				typ = k
+			}
+			if n, ok := x.(map[string]any); ok && typ != "" {
+				if f, ok := n["lineno"].(float64); ok {
+					l = int(f)
+				}
+				fn(typ, n, l)
+			}
+			each(x, l, fn)
+		}
+	}
+}
+
+func str(v any) string {
+	if m, ok := v.(map[string]any); ok {
+		s, _ := m["String"].(map[string]any)
+		v = s["sval"]
+	}
+	s, _ := v.(string)
+	return s
+}
+
+// loc is a node's location, -1 if it has none.
+func loc(n map[string]any) int {
+	if f, ok := n["location"].(float64); ok {
+		return int(f)
+	}
+	return -1
+}
+
+// names turns a list of String nodes (or a List node of them) into strings.
+func names(v any) []string {
+	if m, ok := v.(map[string]any); ok {
+		l, _ := m["List"].(map[string]any)
+		v = l["items"]
+	}
+	l, _ := v.([]any)
+	var out []string
+	for _, x := range l {
+		out = append(out, str(x))
+	}
+	return out
+}
+
+// qualified reports whether ns is qualified with an allowed schema (or
+// holds a placeholder).
+func (u *unit) qualified(ns []string) bool {
+	for _, n := range ns {
+		if u.format && n != "" && strings.Trim(n, "_") == "" {
+			return true
+		}
+	}
+	return len(ns) >= 2 && u.own[ns[len(ns)-2]]
+}
+
+// unqualified is the reason to report a name ns of a kind.
+func unqualified(kind string, ns []string) string {
+	if len(ns) >= 2 {
+		return fmt.Sprintf("%s %s is qualified with schema %s, which is neither pg_catalog nor in Options.OwnSchemas", kind, ns[len(ns)-1], ns[len(ns)-2])
+	}
+	return fmt.Sprintf("%s %s is looked up through search_path; qualify it with pg_catalog or an own schema", kind, strings.Join(ns, "."))
+}
+
+// node checks one node of a statement's parse tree.
+func (u *unit) node(typ string, n map[string]any, _ int) {
+	at := loc(n)
+	switch typ {
+	case "A_Expr":
+		switch kind, ns := str(n["kind"]), names(n["name"]); {
+		case syntaxStops[kind] != "":
+			u.syntax(at, syntaxStops[kind], ns[0])
+		case kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL":
+			u.opSubquery(ns, at)
+		default:
+			u.operator(ns, at)
+		}
+	case "SubLink":
+		if t, _ := n["subLinkType"].(string); t == "ANY_SUBLINK" && n["operName"] == nil {
+			u.syntax(at, "IN", "=")
+		} else if t == "ANY_SUBLINK" || t == "ALL_SUBLINK" {
+			u.opSubquery(names(n["operName"]), at)
+		}
+	case "CaseExpr":
+		if n["arg"] != nil {
+			u.report(at, RuleSyntax, u.raw[at:at+4], "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v")
+		}
+	case "JoinExpr":
+		u.join(n)
+	case "FuncCall":
+		ns := names(n["funcname"])
+		if f, _ := n["funcformat"].(string); f != "COERCE_SQL_SYNTAX" && !u.qualified(ns) && at >= 0 {
+			u.report(at, RuleFunction, nameAt(u.raw, at), unqualified("function", ns))
+		}
+		if args, _ := n["args"].([]any); len(args) > 0 {
+			u.regString(ns[len(ns)-1], args[0])
+		}
+	case "TypeName":
+		u.typeName(n)
+	case "TypeCast":
+		arg, _ := n["arg"].(map[string]any)
+		if c, ok := arg["A_Const"].(map[string]any); ok && at < 0 { // a typed literal: its string is data
+			u.data[u.at(loc(c))] = true
+		}
+		tn, _ := n["typeName"].(map[string]any)
+		ns := names(tn["names"])
+		u.regString(ns[len(ns)-1], arg)
+	case "CollateClause":
+		if ns := names(n["collname"]); !u.qualified(ns) {
+			at += len(phrase(u.raw, at, "COLLATE"))
+			at += len(u.raw[at:]) - len(strings.TrimLeft(u.raw[at:], " \t\r\n"))
+			u.report(at, RuleCollation, nameAt(u.raw, at), unqualified("collation", ns))
+		}
+	case "RangeVar":
+		ns := []string{str(n["schemaname"]), str(n["relname"])}
+		if ns[0] == "" {
+			ns = ns[1:]
+		}
+		if !u.qualified(ns) && !(len(ns) == 1 && u.ctes[ns[0]]) {
+			u.report(at, RuleRelation, nameAt(u.raw, at), unqualified("relation", ns))
+		}
+	case "ObjectWithArgs":
+		u.ddlName(names(n["objname"]), RuleFunction, true)
+	case "CreateTrigStmt":
+		u.ddlName(names(n["funcname"]), RuleFunction, true)
+	case "DropStmt", "CommentStmt":
+		u.ddlRelations(n)
+	case "DefElem":
+		if ns := names(n["arg"]); str(n["defname"]) == "owned_by" && len(ns) >= 2 {
+			u.ddlName(ns[:len(ns)-1], RuleRelation, true)
+		}
+	case "CreateFunctionStmt", "DoStmt":
+		u.body(typ, n)
+	case "A_Const":
+		u.dollarCode(n)
+	}
+}
+
+// syntaxStops are the A_Expr kinds that are syntax, with the word their
+// text ends with.
+var syntaxStops = map[string]string{"AEXPR_DISTINCT": "FROM", "AEXPR_NOT_DISTINCT": "FROM", "AEXPR_NULLIF": "NULLIF",
+	"AEXPR_IN": "IN", "AEXPR_LIKE": "LIKE", "AEXPR_ILIKE": "ILIKE", "AEXPR_SIMILAR": "TO", "AEXPR_BETWEEN": "BETWEEN",
+	"AEXPR_NOT_BETWEEN": "BETWEEN", "AEXPR_BETWEEN_SYM": "BETWEEN", "AEXPR_NOT_BETWEEN_SYM": "BETWEEN"}
+
+// syntax reports syntax at at that looks up operator op; its text is the
+// words up to stop.
+func (u *unit) syntax(at int, stop, op string) {
+	text := phrase(u.raw, at, stop)
+	if stop == "IN" {
+		text += " ("
+	}
+	u.report(at, RuleSyntax, text, text+" looks up an operator ("+op+") through search_path; write it with OPERATOR(pg_catalog.op)")
+}
+
+func (u *unit) operator(ns []string, at int) {
+	if u.qualified(ns) {
+		return
+	}
+	op := ns[len(ns)-1]
+	if u.format {
+		op = strings.ReplaceAll(op, "%", "%%")
+	} else if at+len(op) <= len(u.raw) {
+		op = u.raw[at : at+len(op)] // != is <>
+	}
+	text, reason := op, "operator "+op+" is looked up through search_path; write OPERATOR(pg_catalog."+op+")"
+	if strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR") {
+		text, reason = u.raw[at:at+strings.IndexByte(u.raw[at:], ')')+1], unqualified("operator", ns)
+	}
+	u.report(at, RuleOperator, text, reason)
+}
+
+// opSubquery checks op ANY/ALL/SOME (...).
+func (u *unit) opSubquery(ns []string, at int) {
+	if strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR") {
+		u.operator(ns, at) // OPERATOR(op) ANY: the question is op's schema
+		return
+	} else if u.qualified(ns) {
+		return
+	}
+	op := ns[len(ns)-1]
+	text := op + " " + strings.Fields(phrase(u.raw, at+len(op), "") + " ANY")[0]
+	u.report(at, RuleSyntax, text, text+" (...) looks up the "+op+" operator through search_path; write OPERATOR(pg_catalog."+op+")"+text[len(op):])
+}
+
+// join checks NATURAL JOIN and JOIN ... USING, which the tree does not
+// locate: they are found before and after the right-hand item.
+func (u *unit) join(n map[string]any) {
+	first, last := -1, -1
+	each(map[string]any{"X": n["rarg"]}, 0, func(_ string, n map[string]any, _ int) {
+		if l := loc(n); l >= 0 && (first < 0 || l < first) {
+			first = l
+		}
+		last = max(last, loc(n))
+	})
+	const reason = " looks up the = operator through search_path; write JOIN ... ON a OPERATOR(pg_catalog.=) b"
+	if b, _ := n["isNatural"].(bool); b {
+		if at := wordIndex(u.raw, "NATURAL", u.stmt, first, true); at >= 0 {
+			u.report(at, RuleSyntax, u.raw[at:at+7], "NATURAL JOIN"+reason)
+		}
+	}
+	if at := wordIndex(u.raw, "USING", last, len(u.raw), false); n["usingClause"] != nil && at >= 0 {
+		u.report(at, RuleSyntax, u.raw[at:at+5], "JOIN ... USING"+reason)
+	}
+}
+
+// newKeywordTypes are types the grammar maps to pg_catalog that were
+// names looked up through search_path before PostgreSQL 16.
+var newKeywordTypes = map[string]bool{"json": true}
+
+func (u *unit) typeName(n map[string]any) {
+	ns, at := names(n["names"]), loc(n)
+	if pct, _ := n["pct_type"].(bool); pct {
+		ns = ns[:len(ns)-1] // a column's type: the table needs a schema
+	}
+	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && newKeywordTypes[ns[1]] && !strings.Contains(nameAt(u.raw, at), ".")) {
+		return
+	}
+	if strings.EqualFold(phrase(u.raw, at, "SETOF"), "SETOF") {
+		at += 5 + len(u.raw[at+5:]) - len(strings.TrimLeft(u.raw[at+5:], " \t\r\n"))
+	}
+	u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
+}
+
+// regTemplates turn the string that a reg* type or function reads as a
+// name into SQL that names the same.
+var regTemplates = map[string]string{
+	"SELECT FROM %s":          "regclass regconfig regdictionary to_regclass nextval currval setval pg_sequence_last_value",
+	"SELECT NULL::%s":         "regtype to_regtype",
+	"DROP FUNCTION %s":        "regproc regprocedure to_regproc to_regprocedure",
+	"SELECT 1 OPERATOR(%s) 1": "regoper to_regoper",
+	"DROP OPERATOR %s":        "regoperator to_regoperator",
+	"SELECT NULL COLLATE %s":  "regcollation to_regcollation",
+}
+
+// regString checks arg, if a string constant, as the name reg (a reg*
+// type or a function that takes a name) reads it.
+func (u *unit) regString(reg string, arg any) {
+	m, _ := arg.(map[string]any)
+	c, _ := m["A_Const"].(map[string]any)
+	sv, isStr := c["sval"].(map[string]any)
+	tmpl := ""
+	for t, regs := range regTemplates {
+		if slices.Contains(strings.Fields(regs), reg) {
+			tmpl = t
+		}
+	}
+	if tmpl == "" || !isStr {
+		return
+	}
+	at := loc(c)
+	u.data[u.at(at)] = true
+	q := fmt.Sprintf(tmpl, str(sv["sval"]))
+	probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
+	if probe.checkSQL(); len(probe.found) > 0 {
+		_, _, end, _ := unquote(u.raw, at)
+		u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+	}
+}
+
+// ddlName checks a name that DDL creates (named false) or names; the tree
+// does not locate it, so it is found from the statement's start.
+func (u *unit) ddlName(ns []string, r Rule, named bool) {
+	if len(ns) == 0 || u.qualified(ns) && (named || ns[len(ns)-2] != "pg_catalog") {
+		return
+	}
+	at, text := u.stmt, strings.Join(ns, ".")
+	for _, m := range nameRE(ns).FindAllStringSubmatchIndex(u.raw[u.stmt:], -1) {
+		if at, text = u.stmt+m[2], u.raw[u.stmt+m[2]:u.stmt+m[3]]; !u.data[u.at(at)] {
+			break
+		}
+	}
+	u.data[u.at(at)] = true
+	reason := unqualified(string(r), ns)
+	if !named {
+		reason = string(r) + " " + text + " is created without an own schema; qualify it with one of Options.OwnSchemas"
+	}
+	u.report(at, r, text, reason)
+}
+
+// ddlRelations checks the relations that DROP and COMMENT ON name.
+func (u *unit) ddlRelations(n map[string]any) {
+	kind, _ := n["removeType"].(string)
+	objs, _ := n["objects"].([]any)
+	if k, ok := n["objtype"].(string); ok {
+		kind, objs = k, []any{n["object"]}
+	}
+	for _, o := range objs {
+		if _, ok := o.(map[string]any)["List"]; ok && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+strings.TrimPrefix(kind, "OBJECT_")+" ") {
+			u.ddlName(names(o), RuleRelation, true)
+		}
+	}
+}
+
+// dollarCode checks a dollar-quoted string constant as code (a statement,
+// an expression or the rest of one) if it parses as one: it may be run.
+func (u *unit) dollarCode(n map[string]any) {
+	at := loc(n)
+	if _, ok := n["sval"]; !ok || at < 0 || u.data[u.at(at)] || !dollarRE.MatchString(u.text[at:]) {
+		return
+	}
+	for _, prefix := range []string{"", "SELECT ", "SELECT NULL "} {
+		if s, ok := u.literal(at); ok {
+			s = s.sub(prefix, s.text, s.raw, 0)
+			if stmts, err := s.parse(); err == nil {
+				s.walkStmts(stmts)
+				return
+			}
+		}
+	}
+}
+
+// body checks the body of CREATE FUNCTION or DO in SQL or PL/pgSQL.
+func (u *unit) body(typ string, n map[string]any) {
+	lang, opts := "plpgsql", n["args"]
+	if typ == "CreateFunctionStmt" {
+		u.ddlName(names(n["funcname"]), RuleFunction, false)
+		lang, opts = "sql", n["options"]
+	}
+	at := -1
+	l, _ := opts.([]any)
+	for _, o := range l {
+		d := o.(map[string]any)["DefElem"].(map[string]any)
+		if str(d["defname"]) == "language" {
+			lang = strings.ToLower(str(d["arg"]))
+		} else if str(d["defname"]) == "as" && len(names(d["arg"])) <= 1 { // not a C function's file and symbol
+			at = int(d["arg_location"].(float64))
+		}
+	}
+	if b, ok := u.literal(at); ok && lang == "sql" {
+		b.checkSQL()
+	} else if ok && lang == "plpgsql" {
+		b.plpgsql(u.text[u.stmt:u.end])
+	}
+}
