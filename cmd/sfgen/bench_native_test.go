@@ -68,6 +68,9 @@ func TestBenchNative(t *testing.T) {
 // beside bigserial and the SQL generator (its release's body as the
 // column default), with or without --native (issue 28, item 2).
 func TestBenchInstalledNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a bench run of three generators: long; run without -short")
+	}
 	nativeHere(t)
 	dsn := pgtest.DSN(t)
 	if code, out, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "3", "--machine", "4", "--native", "--native-dir", serverReadableDir(t)); code != 0 {

@@ -145,6 +145,9 @@ func nativeInsert(t *testing.T, dsn string, after []int64) {
 // sfgen install --native --native-dir OTHER makes the generator native
 // again, from the restored state and node.
 func TestNativeDumpRestoresWithoutTheLibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a second server, two dumps and restores: long; run without -short")
+	}
 	for _, tc := range []struct {
 		name    string
 		format  string // pg_dump's --format
@@ -276,6 +279,9 @@ func mustLibrary(t *testing.T, db *sql.DB) string {
 // naming the library; sfgen verify and sfgen node say what fixes it; and
 // the documented fix (sfgen install --native --native-dir OTHER) works.
 func TestNativeStandbyPromotedWithoutTheLibrary(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a standby of its own (pg_basebackup), promoted: long; run without -short")
+	}
 	src, libDir, ids := nativeSource(t)
 	sb := startStandby(t, src)
 	db := testDB(t, sb)
@@ -392,6 +398,9 @@ func startStandby(t *testing.T, src *pgcluster.Cluster) string {
 // that library, and where the server finds none it says so and changes
 // nothing.
 func TestNativePortableName(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two servers of their own, a dump and a restore: long; run without -short")
+	}
 	nativeHere(t)
 	srcDir, dstDir := serverReadableDir(t), serverReadableDir(t)
 	src, _, ids := nativeSource(t, pgcluster.WithSetting("dynamic_library_path", "$libdir:"+srcDir))

@@ -8,7 +8,6 @@ import (
 	"net/url"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -492,8 +491,10 @@ func TestNodeFleetLeases(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), "SELECT datacenter_id, machine_id, token FROM "+sa+".snowflake_lease_take('fast', 60000)").Scan(&fdc, &fm, &ftoken); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(context.Background(), "SELECT "+sa+".snowflake_lease_release($1::integer, $2::integer, $3::bigint, $4::bigint)",
-		fdc, fm, ftoken, time.Now().Add(20*time.Second).UnixMilli()); err != nil {
+	// Its last ID 20 s ahead of the database's clock, read in the same
+	// statement.
+	if _, err := conn.Exec(context.Background(), "SELECT "+sa+".snowflake_lease_release($1::integer, $2::integer, $3::bigint, pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 20000)",
+		fdc, fm, ftoken); err != nil {
 		t.Fatal(err)
 	}
 	// The same schema name in the other database, with the leased node.

@@ -195,7 +195,11 @@ func TestCommandsRefuseOverloads(t *testing.T) {
 func TestConcurrentFirstInstallsWithNodes(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	_, schema := testSchema(t, dsn)
-	for round := range 3 {
+	rounds := 3
+	if testing.Short() {
+		rounds = 1
+	}
+	for round := range rounds {
 		schema := fmt.Sprintf("%s_%d", schema, round)
 		dc := 2 + round
 		type outcome struct {

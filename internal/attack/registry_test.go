@@ -158,8 +158,9 @@ func TestAttackTokenAfterSetseed(t *testing.T) {
 // table from an open transaction, by naming it in a PREPARE, and a second
 // session queues CREATE RULE (refused later, as not the owner) behind it:
 // every renewal then waits in the queue. On release 3 a renewal waits for
-// as long as the client likes (here, past one second); on release 4 the
-// client cannot name the table, and the renewal takes milliseconds.
+// as long as the client likes (here, until it rolls back: the test sees the
+// renewal wait on a lock in pg_stat_activity); on release 4 the client
+// cannot name the table, and the renewal waits on no lock.
 func TestAttackLeaseLockQueue(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
 		e := newEnv(t)
@@ -183,29 +184,67 @@ func TestAttackLeaseLockQueue(t *testing.T) {
 			}
 			a.ExecContext(ctx, "ROLLBACK")
 		}
-		ruled := make(chan error, 1)
+		ruled, ruleDone := make(chan error, 1), make(chan struct{})
 		if locked {
+			var pid int
+			if err := b.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
 			go func() {
 				_, err := b.ExecContext(ctx, "CREATE RULE r AS ON INSERT TO "+leaseTable(release, "ids")+" DO INSTEAD NOTHING")
 				ruled <- err
+				close(ruleDone)
 			}()
-			time.Sleep(300 * time.Millisecond) // CREATE RULE is queued
+			if !e.waitsOnLock(pid, ruleDone) { // CREATE RULE is queued
+				t.Fatalf("CREATE RULE did not wait behind the client's lock: %v", <-ruled)
+			}
 		}
-		renewCtx, cancel := context.WithTimeout(ctx, 1500*time.Millisecond)
-		start := time.Now()
+		// The renewal, on a session of its own: whether it waits on a lock
+		// is the database's to say (pg_stat_activity), not a clock's.
+		r := e.connect("")
+		var pid int
+		if err := r.QueryRowContext(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+			t.Fatal(err)
+		}
 		var high *int64
-		err := e.db.QueryRowContext(renewCtx, "SELECT high_water_ms FROM ids.snowflake_lease_renew($1::integer, $2::integer, $3::bigint, 60000)", l.dc, l.m, l.token).Scan(&high)
-		took := time.Since(start)
-		cancel()
+		var err error
+		renewed := make(chan struct{})
+		go func() {
+			defer close(renewed)
+			err = r.QueryRowContext(ctx, "SELECT high_water_ms FROM ids.snowflake_lease_renew($1::integer, $2::integer, $3::bigint, 60000)", l.dc, l.m, l.token).Scan(&high)
+		}()
+		waited := e.waitsOnLock(pid, renewed)
 		if locked {
-			a.ExecContext(ctx, "ROLLBACK")
+			a.ExecContext(ctx, "ROLLBACK") // the renewal, if it waits, goes on
 			<-ruled
 		}
-		if release >= 4 && (err != nil || high == nil || took > time.Second) {
-			t.Errorf("renewal under the attack: %v (high-water %v) in %v; want a renewal in well under a second", err, high, took)
+		<-renewed
+		if release >= 4 && (err != nil || high == nil || waited) {
+			t.Errorf("renewal under the attack: %v (high-water NULL: %v), waited on a lock: %v; want a renewal that waits for nobody", err, high == nil, waited)
 		}
-		judge34(t, release, locked && (err != nil || took > time.Second), fmt.Sprintf("the client locked the lease table: %v; the renewal took %v: %v", locked, took.Round(time.Millisecond), err))
+		judge34(t, release, locked && waited, fmt.Sprintf("the client locked the lease table: %v; the renewal waited on a lock: %v: %v", locked, waited, err))
 	})
+}
+
+// waitsOnLock polls pg_stat_activity until the backend pid waits on a
+// lock (true) or done is closed (false).
+func (e *env) waitsOnLock(pid int, done <-chan struct{}) bool {
+	e.t.Helper()
+	for {
+		select {
+		case <-done:
+			return false
+		default:
+		}
+		var waiting bool
+		if err := e.db.QueryRowContext(context.Background(), "SELECT coalesce(bool_or(wait_event_type = 'Lock'), false) FROM pg_catalog.pg_stat_activity WHERE pid = $1", pid).Scan(&waiting); err != nil {
+			e.t.Fatal(err)
+		}
+		if waiting {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // TestAttackUntrustedSchemaScript: the plain script into a schema every
@@ -271,8 +310,9 @@ func TestAttackFutureFloor(t *testing.T) {
 		if fast.err != nil {
 			t.Fatal(fast.err)
 		}
-		ahead := time.Now().Add(30 * time.Second).UnixMilli()
-		e.exec(fmt.Sprintf("SELECT ids.snowflake_lease_release(%d, %d, %d, %d)", fast.dc, fast.m, fast.token, ahead))
+		// Its last ID 30 s ahead of the database's clock, read in the same
+		// statement.
+		e.exec(fmt.Sprintf("SELECT ids.snowflake_lease_release(%d, %d, %d, pg_catalog.floor(pg_catalog.date_part('epoch', pg_catalog.clock_timestamp()) * 1000)::bigint + 30000)", fast.dc, fast.m, fast.token))
 		next := e.take("ids", "next holder", time.Minute)
 		if next.err != nil {
 			t.Fatal(next.err)

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -345,9 +344,13 @@ func TestReadDatabaseLeases(t *testing.T) {
 	if err := conn.QueryRow(ctx, "SELECT datacenter_id, machine_id, token FROM ids.snowflake_lease_take('fast', 60000)").Scan(&fdc, &fm, &ftoken); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.Exec(ctx, "SELECT ids.snowflake_lease_release($1::integer, $2::integer, $3::bigint, $4::bigint)",
-		fdc, fm, ftoken, time.Now().Add(30*time.Second).UnixMilli()); err != nil {
-		t.Fatal(err)
+	// 30 s ahead of the database's clock, read in the same statement.
+	var setMs int64
+	var released bool
+	if err := conn.QueryRow(ctx, `SELECT c.ms, ids.snowflake_lease_release($1::integer, $2::integer, $3::bigint, c.ms + 30000)
+		FROM (SELECT floor(date_part('epoch', clock_timestamp()) * 1000)::bigint AS ms) AS c`,
+		fdc, fm, ftoken).Scan(&setMs, &released); err != nil || !released {
+		t.Fatal(released, err)
 	}
 	other := pgtest.DSN(t)
 	oconn, err := pgx.Connect(ctx, other)
@@ -360,6 +363,10 @@ func TestReadDatabaseLeases(t *testing.T) {
 	ids := []catalog.Schema{schema(t, "ids")}
 	targets := catalog.ReadDatabase(ctx, catalog.PGX(conn), catalog.FleetDatabase{Name: "a", Schemas: ids})
 	targets = append(targets, catalog.ReadDatabase(ctx, catalog.PGX(oconn), catalog.FleetDatabase{Name: "b", Schemas: ids})...)
+	var doneMs int64 // the database's clock once the leases were read
+	if err := conn.QueryRow(ctx, "SELECT floor(date_part('epoch', clock_timestamp()) * 1000)::bigint").Scan(&doneMs); err != nil {
+		t.Fatal(err)
+	}
 	leases := targets[0].Leases
 	kinds := map[string]catalog.FleetLease{}
 	for _, l := range leases {
@@ -371,8 +378,13 @@ func TestReadDatabaseLeases(t *testing.T) {
 	if l, ok := kinds["reservation elsewhere"]; !ok || l.Datacenter != 5 || l.Machine != 5 {
 		t.Errorf("leases %+v; want the reservation of 5/5", leases)
 	}
-	if l, ok := kinds["expired fast"]; !ok || l.AheadMs < 25000 || l.AheadMs > 31000 {
-		t.Errorf("leases %+v; want fast's expired row about 30 s ahead", leases)
+	// Read after the mark was set and before doneMs: at most 30 s ahead,
+	// at least 30 s less the time between (unless that is within the
+	// bound, on a machine slow enough to take 29 s).
+	if minAhead := 30000 - (doneMs - setMs); minAhead <= catalog.FutureBoundMs {
+		t.Logf("the database's clock moved %d ms from the mark to the read: too long to tell the mark ahead", doneMs-setMs)
+	} else if l, ok := kinds["expired fast"]; !ok || l.AheadMs < minAhead || l.AheadMs > 30000 {
+		t.Errorf("leases %+v; want fast's expired row from %d to 30000 ms ahead", leases, minAhead)
 	}
 	if len(leases) != 3 || targets[0].LeasesError != "" {
 		t.Errorf("leases %+v (%q); want the three", leases, targets[0].LeasesError)

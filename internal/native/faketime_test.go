@@ -22,6 +22,9 @@ const libfaketime = "/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1"
 // the fast path and through a catch-up, without waiting for the clock;
 // and so they do after a crash with the clock still behind.
 func TestNativeClockStepsBackUnderFaketime(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a server under libfaketime, stepped back, crashed: long; run without -short")
+	}
 	so := library(t, tw)
 	if _, err := os.Stat(libfaketime); err != nil {
 		if os.Getenv("CI") == "true" {

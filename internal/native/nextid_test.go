@@ -39,7 +39,10 @@ func TestNativeMixedWithSQL(t *testing.T) {
 	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 9, Machine: 30}, true)
 	mustExec(t, conn, "CREATE TABLE t (id bigint PRIMARY KEY, w int NOT NULL)")
 	ctx := context.Background()
-	const minRowsEach, minCutShort, minStale, minCancelled = 100000, 200, 200, 50
+	minRowsEach, minCutShort, minStale, minCancelled := int64(100000), int64(200), int64(200), int64(50)
+	if testing.Short() { // a tenth of each: the same mix, sooner over
+		minRowsEach, minCutShort, minStale, minCancelled = 10000, 20, 20, 5
+	}
 	deadline := time.Now().Add(2 * time.Minute)
 	var (
 		wg                         sync.WaitGroup
@@ -220,6 +223,9 @@ func TestNativeEndOfTheState(t *testing.T) {
 // it needs WAL again, with no invalidation to say so. The IDs of those
 // transactions survive a crash.
 func TestNativeWALAfterMinimalWALTransaction(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a server of its own at wal_level=minimal, crashed: long; run without -short")
+	}
 	so := library(t, tw)
 	cluster := pgtest.Server(t, pgcluster.WithSetting("wal_level", "minimal"), pgcluster.WithSetting("max_wal_senders", "0"))
 	dsn := cluster.DSN()

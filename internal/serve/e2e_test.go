@@ -343,6 +343,9 @@ const segmentsJS = `[...document.querySelectorAll("[data-segment]")].map(li =>
 	li.dataset.segment + " " + li.querySelector(".seg-bits").textContent + " " + li.querySelector("[data-value]").textContent).join("\n")`
 
 func TestPageInChromium(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives a headless Chromium: long; run without -short")
+	}
 	b := startBrowser(t)
 	// Behind the Host check, as Serve runs it: the browser's Host is the
 	// server's own address.

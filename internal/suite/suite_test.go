@@ -4,8 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
@@ -169,4 +171,61 @@ func num(s string) int {
 		n = n*10 + int(r-'0')
 	}
 	return n
+}
+
+// minTimeout is the least -timeout the test command may give: Go's
+// default of 10 minutes a package killed cmd/sfgen and internal/install
+// under -race on 2 cores shared with other work, where they then took
+// 1,237 s and 874 s.
+const minTimeout = 40 * time.Minute
+
+// timeoutOf returns the value of args' -timeout flag, or "".
+func timeoutOf(args []string) string {
+	for i, a := range args {
+		if v, ok := strings.CutPrefix(a, "-timeout="); ok {
+			return v
+		}
+		if a == "-timeout" && i+1 < len(args) {
+			return args[i+1]
+		}
+	}
+	return ""
+}
+
+// TestTestCommandTimeout: the test command sets a -timeout of at least
+// minTimeout, CONTRIBUTING.md gives it as the README does, and every other
+// run of the whole suite in the README, CONTRIBUTING.md and .ci/run (the
+// per-major runs) has the same -timeout; the inner loop (-short) is not a
+// run of the whole suite.
+func TestTestCommandTimeout(t *testing.T) {
+	ci := read(t, ".ci/run")
+	want := ciTestCommand(t, ci)
+	timeout := timeoutOf(want)
+	if d, err := time.ParseDuration(timeout); err != nil || d < minTimeout {
+		t.Errorf(".ci/run's test command %q: -timeout %q, want at least %v (Go's default, 10m, is too short on 2 busy cores)", want, timeout, minTimeout)
+	}
+	if !strings.Contains(read(t, "CONTRIBUTING.md"), "\n"+strings.Join(want, " ")+" ") {
+		t.Errorf("CONTRIBUTING.md does not give the test command %q", strings.Join(want, " "))
+	}
+	for _, name := range []string{"README.md", "CONTRIBUTING.md"} {
+		for _, run := range regexp.MustCompile("go test [^\n#`]*\\./\\.\\.\\.").FindAllString(read(t, name), -1) {
+			if args := strings.Fields(run); !slices.Contains(args, "-short") && timeoutOf(args) != timeout {
+				t.Errorf("%s: %q runs the whole suite without -timeout %s", name, run, timeout)
+			}
+		}
+	}
+	majors := 0
+	for _, line := range strings.Split(ci, "\n") {
+		if strings.HasPrefix(strings.TrimSpace(line), "#") || !strings.Contains(line, "go test ") {
+			continue
+		}
+		majors++
+		run := line[strings.Index(line, "go test "):]
+		if got := timeoutOf(strings.Fields(run)); got != timeout {
+			t.Errorf(".ci/run: %q has -timeout %q, want the test command's %q", run, got, timeout)
+		}
+	}
+	if majors < 3 { // test_command=, the refusal run on 14, the suite on the others
+		t.Errorf(".ci/run has %d go test lines, want the test command and the per-major runs", majors)
+	}
 }

@@ -22,6 +22,9 @@ import (
 // and 500). The backend bound is checked against PostgreSQL's defaults (3
 // autovacuum workers, 8 worker processes, 10 WAL senders).
 func TestLagBoundAtMaxConnections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("two servers of their own, at 100 and 500 connections: long; run without -short")
+	}
 	l, err := snowflake.NewLayout(0, 44, 17, 1, 1)
 	if err != nil {
 		t.Fatal(err)
