@@ -27,6 +27,11 @@ func schemaOnlyCopy(t *testing.T, dsn string) string {
 	if err != nil {
 		t.Skipf("no pg_dump and psql beside the server binaries: %v", err)
 	}
+	for _, tool := range []string{"pg_dump", "psql"} {
+		if _, err := os.Stat(filepath.Join(dir, tool)); err != nil {
+			t.Skipf("no %s beside the server binaries in %s (a server-only package)", tool, dir)
+		}
+	}
 	dump, err := exec.Command(filepath.Join(dir, "pg_dump"), "--schema-only", "--no-owner", dsn).Output()
 	if err != nil {
 		t.Fatalf("pg_dump --schema-only: %v", err)
