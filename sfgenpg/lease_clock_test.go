@@ -111,6 +111,9 @@ func refusals(calls []call) []call {
 // renewals on time keep, makes IDs without a refusal through four
 // renewals.
 func TestLeaseClockAheadHalfTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a TTL: long; run without -short")
+	}
 	db := leaseDB(t, pgtest.DSN(t), "public", sfgen.Twitter(), node{0, 0})
 	l := take(t, db, sfgenpg.LeaseOptions{TTL: clockTTL})
 	sfgenpg.SetLeaseClock(l, aheadOf(clockTTL/2))
@@ -136,6 +139,9 @@ func TestLeaseClockAheadHalfTTL(t *testing.T) {
 // is no loss: after the next renewal Next makes IDs again, for 0.1 TTL,
 // and so on every renewal.
 func TestLeaseClockAheadNineTenthsTTL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a TTL: long; run without -short")
+	}
 	const ahead = 9 * clockTTL / 10
 	db := leaseDB(t, pgtest.DSN(t), "public", sfgen.Twitter(), node{0, 0})
 	l := take(t, db, sfgenpg.LeaseOptions{TTL: clockTTL})
@@ -195,6 +201,9 @@ func TestLeaseClockAheadNineTenthsTTL(t *testing.T) {
 // every TTL/3 would fail at TTL/3 and 2 TTL/3 after that success, and be
 // lost before its third try.
 func TestLeaseClockAheadLateRenewal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a TTL: long; run without -short")
+	}
 	const ahead = clockTTL / 2
 	db := leaseDB(t, pgtest.DSN(t), "public", sfgen.Twitter(), node{0, 0})
 	l := take(t, db, sfgenpg.LeaseOptions{TTL: clockTTL})

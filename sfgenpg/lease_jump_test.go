@@ -62,6 +62,9 @@ func msOf(t *testing.T, id sfgen.ID) int64 {
 // IDs are unique, the first's all below the second's, whose IDs are dated
 // in the future, from the first's high-water mark on.
 func TestLeaseTwoHoldersAfterServerClockStepsForward(t *testing.T) {
+	if testing.Short() {
+		t.Skip("steps a server clock (libfaketime): long; run without -short")
+	}
 	cluster, setOffset := fakeClockServer(t)
 	db := release3DB(t, cluster.DSN())
 	skew := serverSkew(t, db)
@@ -154,6 +157,9 @@ func TestLeaseTwoHoldersAfterServerClockStepsForward(t *testing.T) {
 // dates its IDs from the first's last ID on, about half a TTL ahead, and
 // so does the one after it when it closes: the lead passes on.
 func TestLeaseFastHolderFutureDatesNext(t *testing.T) {
+	if testing.Short() {
+		t.Skip("steps a server clock (libfaketime): long; run without -short")
+	}
 	db := release3DB(t, pgtest.DSN(t))
 	const ahead = clockTTL / 2
 	fast := take(t, db, sfgenpg.LeaseOptions{Holder: "fast", TTL: clockTTL})
@@ -253,6 +259,9 @@ func serverSkew(t *testing.T, db *sql.DB) func() time.Duration {
 // renewal, and only a take more than a TTL after that first sight gets its
 // node, above the first holder's IDs.
 func TestLeaseClockStepForwardRelease4(t *testing.T) {
+	if testing.Short() {
+		t.Skip("steps a server clock (libfaketime): long; run without -short")
+	}
 	cluster, setOffset := fakeClockServer(t)
 	db := leaseDB(t, cluster.DSN(), "public", sfgen.Twitter(), node{0, 0})
 	skew := serverSkew(t, db)

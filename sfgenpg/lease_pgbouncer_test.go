@@ -112,6 +112,9 @@ ignore_startup_parameters = extra_float_digits,options,search_path
 // connection: six leases share two server connections, renew through
 // them for several TTLs, keep making IDs, and give their nodes back.
 func TestLeasesThroughPgbouncer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts pgbouncer: long; run without -short")
+	}
 	dsn := pgtest.DSN(t)
 	direct := leaseDB(t, dsn, "public", sfgen.Twitter(), node{0, 0})
 	pooled, err := sql.Open("pgx", startPgbouncer(t, dsn))

@@ -482,6 +482,9 @@ func (h *holder) kill(t *testing.T) []int64 {
 // TTL is over; the next holder of that node starts above the killed one's
 // last ID, and its IDs repeat none of the fleet's.
 func TestLeaseFleet(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills holders and waits out TTLs: long; run without -short")
+	}
 	// The tiny layout's four nodes: three databases and one lease at a
 	// time would use them all, so this fleet uses two bits of machine.
 	fleet, err := sfgen.ParseLayout("epoch=1288834974657 timestamp=44 datacenter=1 machine=2 sequence=16")

@@ -595,6 +595,9 @@ func TestApplyRefuses(t *testing.T) {
 // of its own: the five share a database, where a node belongs to one
 // maker (release 4's registry).
 func TestConcurrentApply(t *testing.T) {
+	if testing.Short() {
+		t.Skip("concurrent installs: long; run without -short")
+	}
 	db, schema := database(t)
 	db.SetMaxOpenConns(32)
 	const installs = 6

@@ -137,6 +137,9 @@ func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 // in another session: the upgrade waits sqlgen.LockWait for it, then fails
 // naming that session, and changes nothing.
 func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a lock: long; run without -short")
+	}
 	db, schema := database(t)
 	ctx := context.Background()
 	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}
@@ -251,6 +254,9 @@ func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
 // session holding that lock past sqlgen.LockWait makes it fail, saying
 // so, with nothing changed (the schema stays at release 6).
 func TestUpgradeToSevenWaitsForReleaseSixCatchUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits out a lock: long; run without -short")
+	}
 	db, schema := database(t)
 	ctx := context.Background()
 	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}

@@ -732,6 +732,9 @@ func (f *fixture) appDirMigration() {
 // reached from each earlier release by every route with the latest
 // installed afresh by every route, all with the same node.
 func TestSameEndStateOnEveryRoute(t *testing.T) {
+	if testing.Short() {
+		t.Skip("every route from every release: long; run without -short")
+	}
 	t.Parallel()
 	var mu sync.Mutex
 	got := map[string]snapshot{}
@@ -1096,6 +1099,9 @@ func lockTableGone(err error) bool {
 // some may (see lockTableGone), but no ID may repeat or go backwards
 // either way.
 func TestUpgradeUnderLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a load run: long; run without -short")
+	}
 	db, dsn := upgradeDB(t)
 	ctx := context.Background()
 	type change struct {
@@ -1176,6 +1182,9 @@ func TestUpgradeUnderLoad(t *testing.T) {
 // says it is at a release newer than the latest, and Apply on each release
 // installed by its script.
 func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a matrix of releases: long; run without -short")
+	}
 	t.Parallel()
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)
@@ -1374,6 +1383,9 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 // it planned must still work with the functions the new release left
 // under their oids.
 func TestStatementAcrossUpgrade(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a statement across every release: long; run without -short")
+	}
 	t.Parallel()
 	ctx := context.Background()
 	db, dsn := upgradeDB(t)

@@ -50,6 +50,9 @@ type Generator struct {
 	SlowCalls func(t testing.TB, conn *pgx.Conn) int64
 }
 
+// long are the scenarios go test -short skips.
+var long = map[string]bool{"SurvivesRestart": true, "CancelNeverLeavesALock": true, "ClockStepsBack": true}
+
 // Run runs every scenario of the contract against g, each as a subtest
 // of t named for the guarantee it proves.
 func Run(t *testing.T, g Generator) {
@@ -57,7 +60,12 @@ func Run(t *testing.T, g Generator) {
 		t.Fatalf("generatortest: generator %+v: want a Name, a Language, Install and SlowCalls", g)
 	}
 	for _, s := range scenarios {
-		t.Run(s.name, func(t *testing.T) { s.run(t, g) })
+		t.Run(s.name, func(t *testing.T) {
+			if testing.Short() && long[s.name] {
+				t.Skip("restarts a server, cancels or steps a clock: long; run without -short")
+			}
+			s.run(t, g)
+		})
 	}
 }
 
