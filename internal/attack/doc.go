@@ -10,7 +10,7 @@
 //
 // Each attack is a helper that reports whether it succeeded and what the
 // attacker achieved, run by a table-driven test over sfgen's releases:
-// on release 1 (sqlgen.ScriptAt(o, 1), as migrations/00001 froze it)
+// on release 1 (released.Script(o, 1), as migrations/00001 froze it)
 // every attack must succeed, which proves that the test can tell; on
 // release 2 every attack must fail.
 package attack

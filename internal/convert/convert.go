@@ -315,7 +315,7 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 	case inherits:
 		return nil, refuse("%s has inheritance parents or children, which convert does not convert; nothing changed", name)
 	case !isOwner:
-		return nil, refuse("%s is owned by role %s, and only its owner may alter it: run convert as %s; nothing changed", name, owner, owner)
+		return nil, refuse("%s is owned by role %s: convert alters a table only as its owner, so that no other role's code (a CHECK, an index expression) runs with this role's privileges; run convert as %s; nothing changed", name, owner, owner)
 	case forced:
 		return nil, refuse("%s forces row security on its owner, which could hide rows from the check that every value is below the first new ID: ALTER TABLE ... NO FORCE ROW LEVEL SECURITY first; nothing changed", name)
 	}
@@ -521,7 +521,7 @@ func (p *Plan) checkWidened(ctx context.Context, q Querier, sizes bool) error {
 		case kind != "r" || partition || inherits:
 			return refuse("column %s would become bigint, and %s is partitioned, a partition or has inheritance, which convert does not rewrite; nothing changed", c, t)
 		case !isOwner:
-			return refuse("column %s would become bigint, and %s is owned by role %s: run convert as its owner; nothing changed", c, t, owner)
+			return refuse("column %s would become bigint, and %s is owned by role %s: convert alters a table only as its owner, so that no other role's code (a CHECK, an index expression) runs with this role's privileges; run convert as %s; nothing changed", c, t, owner, owner)
 		}
 		r := Rewrite{Table: t, Rows: -1, Bytes: -1}
 		if sizes {
@@ -548,7 +548,7 @@ type scriptWiden struct{ TableQ, ColumnQ string }
 type scriptData struct {
 	What, TableQ, ColumnQ, SfgenQ, SfgenL, NameL, RecordQ, LayoutL string
 	NextID                                                         string // the default's function: snowflake_next_id, or snowflake_next_id_local on Citus
-	Notes, Locks                                                   []string
+	Notes, Locks, LocksL                                           []string
 	LockTimeoutMs                                                  int64
 	DropIdentity                                                   bool
 	HeadOnly                                                       bool // the script up to its ALTER TABLEs
@@ -564,6 +564,9 @@ func (p *Plan) data() scriptData {
 		SfgenQ: pgident.Quote(p.Sfgen), SfgenL: lit(p.Sfgen), NameL: lit(p.Key.String()),
 		RecordQ: q(catalog.PrivateSchema(p.Sfgen), RecordTable), LayoutL: lit(p.Layout.Name()),
 		LockTimeoutMs: p.o.LockTimeout.Milliseconds(), DropIdentity: p.Identity != "", Locks: p.locksQ,
+	}
+	for _, t := range p.locksQ {
+		d.LocksL = append(d.LocksL, lit(t))
 	}
 	d.NextID = p.NextID()
 	d.What = oneLine(fmt.Sprintf("%s (%s) to %s.%s(), layout %s, node %s", p.Key, p.Key.Type, p.Sfgen, d.NextID, p.Layout.Name(), p.Node))

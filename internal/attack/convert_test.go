@@ -1,0 +1,101 @@
+package attack
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/convert"
+	"github.com/sfgen/sfgen/internal/sqlgen"
+)
+
+// plantEscalation makes, as role mallory, a table in a schema of its own
+// that references public.parent (REFERENCES and SELECT are all it was
+// granted, as applications grant them) with a CHECK that makes mallory a
+// superuser when a superuser evaluates it: a rewrite of mallory's table
+// by a superuser (ALTER COLUMN ... TYPE re-checks every row) runs it.
+func plantEscalation(e *env, mallory string) {
+	e.t.Helper()
+	e.exec("CREATE TABLE public.parent (id integer PRIMARY KEY); INSERT INTO public.parent SELECT g FROM generate_series(1, 100) g")
+	e.exec("GRANT REFERENCES, SELECT ON public.parent TO " + mallory + "; CREATE SCHEMA m AUTHORIZATION " + mallory)
+	s := e.connect(mallory)
+	s.exec(e.t, `CREATE FUNCTION m.evil(bigint) RETURNS boolean LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE `+mallory+` SUPERUSER';
+    END IF;
+    RETURN true;
+END $$`)
+	s.exec(e.t, "CREATE TABLE m.child (pid integer REFERENCES public.parent (id), CHECK (m.evil(pid)))")
+	s.exec(e.t, "INSERT INTO m.child VALUES (1)")
+}
+
+// TestConvertRunsNoOtherRolesCode: a superuser's `sfgen convert --rewrite`
+// of public.parent would widen mallory's m.child and so run mallory's
+// CHECK as a superuser. The plant works (the control below, the very
+// ALTER convert ran, makes mallory a superuser); convert refuses the
+// conversion, naming the table and its owner, changes nothing, and
+// mallory stays as it was. Its script, run later by another role than
+// the tables' owner (a goose migration of --dry-run's, say), refuses too.
+func TestConvertRunsNoOtherRolesCode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	mallory := e.role("mallory")
+	plantEscalation(e, mallory)
+	e.mustInstall(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 1})
+
+	// The control: what convert --rewrite ran, run by the superuser.
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.ExecContext(ctx, "ALTER TABLE m.child ALTER COLUMN pid TYPE bigint"); err != nil {
+		t.Fatalf("the control's ALTER: %v", err)
+	}
+	escalated := false
+	tx.QueryRowContext(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated)
+	tx.Rollback()
+	if !escalated {
+		t.Fatal("the plant did not work: a superuser's rewrite of m.child left mallory without SUPERUSER, so this test cannot tell")
+	}
+
+	_, err = convert.Prepare(ctx, e.db, convert.Options{Sfgen: "ids", TableSchema: "public", Table: "parent", Rewrite: true})
+	if !errors.Is(err, convert.ErrRefused) || !strings.Contains(err.Error(), "m.child is owned by role "+mallory) {
+		t.Errorf("convert --rewrite of public.parent as a superuser = %v; want a refusal naming m.child and its owner %s", err, mallory)
+	}
+	if e.isSuperuser(mallory) {
+		t.Fatal("convert made mallory a superuser")
+	}
+	var parentType, childType string
+	e.db.QueryRow("SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = 'public.parent'::regclass AND attname = 'id'").Scan(&parentType)
+	e.db.QueryRow("SELECT atttypid::regtype::text FROM pg_attribute WHERE attrelid = 'm.child'::regclass AND attname = 'pid'").Scan(&childType)
+	if parentType != "integer" || childType != "integer" {
+		t.Errorf("after the refusal: parent.id %s, m.child.pid %s; want both integer (nothing changed)", parentType, childType)
+	}
+
+	// The script: planned by the owner of both tables, run by the
+	// superuser, it refuses before it alters anything.
+	owner := e.role("owner")
+	e.exec("CREATE TABLE public.own_parent (id integer PRIMARY KEY); CREATE TABLE public.own_child (pid integer REFERENCES public.own_parent (id))")
+	e.exec("ALTER TABLE public.own_parent OWNER TO " + owner + "; ALTER TABLE public.own_child OWNER TO " + owner)
+	e.exec("DO $$ BEGIN EXECUTE format('GRANT CREATE ON DATABASE %I TO " + owner + "', current_database()); END $$")
+	ownerDB := e.openDB(owner)
+	if err := installGoose(ctx, ownerDB, sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "own", Datacenter: 2, Machine: 2}); err != nil {
+		t.Fatalf("install as %s: %v", owner, err)
+	}
+	p, err := convert.Prepare(ctx, ownerDB, convert.Options{Sfgen: "own", TableSchema: "public", Table: "own_parent", Rewrite: true})
+	if err != nil {
+		t.Fatalf("convert planned by the tables' owner: %v", err)
+	}
+	tx, err = e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	_, err = tx.ExecContext(ctx, p.SQL)
+	if err == nil || !strings.Contains(err.Error(), "would be altered by role") || !strings.Contains(err.Error(), "(owner "+owner+")") {
+		t.Errorf("convert's script run by the superuser over %s's tables = %v; want the refusal naming them", owner, err)
+	}
+}
