@@ -116,7 +116,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	r, err := audit.Run(ctx, db, o)
 	stop()
 	switch {
-	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrColumnType), errors.Is(err, audit.ErrInvalidName):
+	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrColumnType), errors.Is(err, audit.ErrInvalidName), errors.Is(err, audit.ErrOthersCode):
 		return c.usageError("%v", err)
 	case err != nil:
 		return c.fail("%s", redactErr(err, dsn))

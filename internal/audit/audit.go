@@ -64,6 +64,9 @@ var (
 	ErrNotFound    = errors.New("not found")
 	ErrColumnType  = errors.New("unsupported column type")
 	ErrBadDuration = errors.New("duration out of range")
+	// ErrOthersCode: reading the table would run another role's code
+	// with this role's privileges (a view that is not this role's).
+	ErrOthersCode = errors.New("would run another role's code")
 )
 
 // A NameError reports a schema, table or column name ValidateName refuses.
@@ -491,6 +494,9 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 		return nil, err
 	}
 	defer tx.Rollback()
+	if err := readOnlyOwnCode(ctx, tx); err != nil {
+		return nil, err
+	}
 	if err := checkColumn(ctx, tx, o, o.Column, "column", idTypes); err != nil {
 		return nil, err
 	}
@@ -617,6 +623,9 @@ func inImported(ctx context.Context, db conner, snapshot string, read func(*sql.
 	// The snapshot's name comes from the server; as a literal all the same.
 	if _, err := tx.ExecContext(ctx, "SET TRANSACTION SNAPSHOT "+pgident.QuoteLiteral(snapshot)); err != nil {
 		return fmt.Errorf("share the snapshot: %w", err)
+	}
+	if err := readOnlyOwnCode(ctx, tx); err != nil {
+		return err
 	}
 	if _, err := tx.ExecContext(ctx, "SET LOCAL enable_sort = off"); err != nil {
 		return err
@@ -897,22 +906,41 @@ func less(a, b Node) bool {
 	return a.Machine < b.Machine
 }
 
+// readOnlyOwnCode sets row security off in tx: a policy that would apply
+// to this role (its expressions are the table owner's code, run with this
+// role's privileges) fails the read instead of running.
+func readOnlyOwnCode(ctx context.Context, tx *sql.Tx) error {
+	_, err := tx.ExecContext(ctx, "SET LOCAL row_security = off")
+	return err
+}
+
 // checkColumn looks column up in o's table with bound parameters, and
 // checks its type is one of allowed.
 func checkColumn(ctx context.Context, db *sql.Tx, o Options, column, kind string, allowed []string) error {
 	var typ sql.NullString
-	var table bool
-	err := db.QueryRowContext(ctx, `SELECT true, (SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
+	var othersView bool
+	var owner string
+	// A view's functions run with the reader's privileges: one of another
+	// role's would run that role's code as this one (a superuser, say).
+	// A table's rows, a materialized view's and a foreign table's run no
+	// code of their owner's on a read, and row security is off in the
+	// transaction (a policy that would apply fails the read instead).
+	err := db.QueryRowContext(ctx, `SELECT c.relkind OPERATOR(pg_catalog.=) 'v' AND c.relowner OPERATOR(pg_catalog.<>) (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER),
+		c.relowner::pg_catalog.regrole::pg_catalog.text,
+		(SELECT pg_catalog.format_type(a.atttypid, a.atttypmod)
 		FROM pg_catalog.pg_attribute a
 		WHERE a.attrelid OPERATOR(pg_catalog.=) c.oid AND a.attname OPERATOR(pg_catalog.=) $3 AND a.attnum OPERATOR(pg_catalog.>) 0 AND NOT a.attisdropped)
 	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
 	WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2 AND c.relkind OPERATOR(pg_catalog.=) ANY ('{r,p,v,m,f}'::pg_catalog.char[])`,
-		o.Schema, o.Table, column).Scan(&table, &typ)
+		o.Schema, o.Table, column).Scan(&othersView, &owner, &typ)
 	if errors.Is(err, sql.ErrNoRows) {
 		return &NotFoundError{Kind: "table", Name: o.Schema + "." + o.Table}
 	}
 	if err != nil {
 		return fmt.Errorf("look up %s.%s: %w", o.Schema, o.Table, err)
+	}
+	if othersView {
+		return fmt.Errorf("%s.%s is a view of role %s, and its functions would run with this role's privileges: %w; audit the table under it, or run as %s", o.Schema, o.Table, owner, ErrOthersCode, owner)
 	}
 	if !typ.Valid {
 		return &NotFoundError{Kind: kind, Name: o.Schema + "." + o.Table + "." + column}

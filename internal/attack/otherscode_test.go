@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/convert"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -97,5 +98,60 @@ func TestConvertRunsNoOtherRolesCode(t *testing.T) {
 	_, err = tx.ExecContext(ctx, p.SQL)
 	if err == nil || !strings.Contains(err.Error(), "would be altered by role") || !strings.Contains(err.Error(), "(owner "+owner+")") {
 		t.Errorf("convert's script run by the superuser over %s's tables = %v; want the refusal naming them", owner, err)
+	}
+}
+
+// TestAuditRunsNoOtherRolesCode: a superuser's `sfgen audit` of mallory's
+// view would run the view's function as the superuser; audit refuses
+// the view, naming its owner, and mallory stays as it was. A table with a
+// row security policy whose expression is mallory's function, audited
+// by a role the policy applies to, fails the read instead of running the
+// policy (row_security off). The plants work (the controls read them as
+// an ordinary query would, and mallory's function runs).
+func TestAuditRunsNoOtherRolesCode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	mallory := e.role("mallory")
+	plantEscalation(e, mallory)
+	s := e.connect(mallory)
+	s.exec(t, "CREATE TABLE m.ids (id bigint)")
+	s.exec(t, "INSERT INTO m.ids SELECT 4194439168 + g FROM generate_series(1, 10) g")
+	s.exec(t, "CREATE VIEW m.v AS SELECT id FROM m.ids WHERE m.evil(id)")
+	s.exec(t, "GRANT USAGE ON SCHEMA m TO PUBLIC; GRANT SELECT ON m.ids, m.v TO PUBLIC")
+
+	// The control: a superuser's plain read of the view escalates.
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	tx.QueryRowContext(ctx, "SELECT count(*) FROM m.v").Scan(&n)
+	escalated := false
+	tx.QueryRowContext(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated)
+	tx.Rollback()
+	if !escalated || n != 10 {
+		t.Fatalf("the plant did not work (%d rows, escalated %v): this test cannot tell", n, escalated)
+	}
+
+	_, err = audit.Run(ctx, e.db, audit.Options{Schema: "m", Table: "v", Column: "id", Layout: snowflake.Twitter()})
+	if !errors.Is(err, audit.ErrOthersCode) || !strings.Contains(err.Error(), "view of role "+mallory) {
+		t.Errorf("a superuser's audit of mallory's view = %v; want it refused, naming the owner", err)
+	}
+	if e.isSuperuser(mallory) {
+		t.Fatal("audit made mallory a superuser")
+	}
+
+	// A policy: mallory's function in it, applying to the auditor.
+	auditor := e.role("auditor")
+	s.exec(t, "CREATE POLICY p ON m.ids FOR SELECT USING (m.evil(id)); ALTER TABLE m.ids ENABLE ROW LEVEL SECURITY")
+	e.exec("GRANT USAGE ON SCHEMA m TO " + auditor)
+	adb := e.openDB(auditor)
+	var ran int
+	if err := adb.QueryRowContext(ctx, "SELECT count(*) FROM m.ids").Scan(&ran); err != nil || ran != 10 {
+		t.Fatalf("the policy's control read = %d, %v: this test cannot tell", ran, err)
+	}
+	_, err = audit.Run(ctx, adb, audit.Options{Schema: "m", Table: "ids", Column: "id", Layout: snowflake.Twitter()})
+	if err == nil || !strings.Contains(err.Error(), "row-level security") {
+		t.Errorf("an audit the policy applies to = %v; want the read refused (row security off), not the policy run", err)
 	}
 }
