@@ -37,14 +37,17 @@ var dbCommands = [][]string{
 func TestDBCommandsHidePasswords(t *testing.T) {
 	t.Setenv("PGPASSWORD", "")
 	t.Setenv("PGCONNECT_TIMEOUT", "")
-	// A real server, where the password names a database that does not
-	// exist: the server's error repeats it.
+	// A real server, where the database that does not exist has the
+	// password inside its name: the server's error names it, as it is
+	// (the password is masked where it stands as the password, never
+	// inside other words).
 	u, err := url.Parse(pgtest.DSN(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	u.User = url.UserPassword(u.User.Username(), secret+"Secret")
-	u.Path = "/" + secret + "Secret"
+	dbName := "nosuch" + secret + "Secret"
+	u.Path = "/" + dbName
 	const unparsable, unreachable = exitUsage, exitFail
 	for _, tc := range []struct {
 		name, dsn string
@@ -63,7 +66,7 @@ func TestDBCommandsHidePasswords(t *testing.T) {
 		{"keyword/value, closed port, quoted password with a space", "host=127.0.0.1 port=1 user=app password = 'Hunter2 Secret' connect_timeout=2", unreachable},
 		{"URL, closed port", "postgres://app:Hunter2Secret@127.0.0.1:1/app?connect_timeout=2", unreachable},
 		{"URL, password in the query, closed port", "postgres://app@127.0.0.1:1/app?password=Hunter2Secret&connect_timeout=2", unreachable},
-		{"URL, server repeats the password", u.String(), unreachable},
+		{"URL, server names a database with the password inside", u.String(), unreachable},
 	} {
 		for _, cmd := range dbCommands {
 			for _, from := range []string{"--dsn", "DATABASE_URL"} {
@@ -80,8 +83,11 @@ func TestDBCommandsHidePasswords(t *testing.T) {
 						t.Errorf("exit %d, stdout %q; want %d and nothing", code, out, tc.code)
 					}
 					oneLine(t, errOut)
-					if strings.Contains(errOut, secret) {
+					if strings.Contains(strings.ReplaceAll(errOut, dbName, ""), secret) {
 						t.Errorf("stderr shows the password: %q", errOut)
+					}
+					if tc.dsn == u.String() && !strings.Contains(errOut, `database \"`+dbName+`\" does not exist`) && !strings.Contains(errOut, `database "`+dbName+`" does not exist`) {
+						t.Errorf("stderr %q; want the database's name as it is", errOut)
 					}
 					want := "sfgen " + cmd[0] + ": connect: "
 					if tc.code == unparsable {

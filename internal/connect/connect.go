@@ -24,6 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -227,7 +228,11 @@ func redacted(err error, dsn string) error {
 // Redact returns err's text on one line, with repeated lines (pgx reports
 // each connection attempt on its own) said once, and the password of dsn
 // (as parsed, so one from PGPASSWORD or a password file too, and as the
-// URL spells it) replaced by xxxxx. It returns "" for a nil err.
+// URL spells it) replaced by xxxxx where it stands as a password: a URL's
+// (":PASSWORD@") and a password keyword's or query parameter's value
+// ("password=PASSWORD", quoted or not). Elsewhere the same letters are
+// left alone: a password "app" must not turn database "nosuchapp" into
+// "nosuchxxxxx". It returns "" for a nil err.
 func Redact(err error, dsn string) string {
 	if err == nil {
 		return ""
@@ -243,9 +248,16 @@ func Redact(err error, dsn string) string {
 	}
 	msg := strings.Join(lines, " ")
 	for _, secret := range passwords(dsn) {
-		msg = strings.ReplaceAll(msg, secret, "xxxxx")
+		msg = redactPassword(msg, secret)
 	}
 	return msg
+}
+
+// redactPassword replaces secret in msg where it stands as a password.
+func redactPassword(msg, secret string) string {
+	q := regexp.QuoteMeta(secret)
+	msg = regexp.MustCompile(`:`+q+`@`).ReplaceAllLiteralString(msg, ":xxxxx@")
+	return regexp.MustCompile(`(?i)(password\s*=\s*'?)`+q+`(['&\s"`+"`"+`]|$)`).ReplaceAllString(msg, "${1}xxxxx${2}")
 }
 
 // leadingCause returns err's text, except for a connection that pgx tried
@@ -280,7 +292,9 @@ func passwords(dsn string) []string {
 		if p == "" {
 			return
 		}
-		out = append(out, p, url.QueryEscape(p), url.PathEscape(p))
+		// As parsed, as a URL escapes it, and as a quoted keyword value
+		// escapes it.
+		out = append(out, p, url.QueryEscape(p), url.PathEscape(p), strings.NewReplacer(`\`, `\\`, `'`, `\'`).Replace(p))
 	}
 	if cfg, err := pgconn.ParseConfig(dsn); err == nil {
 		add(cfg.Password)
