@@ -172,8 +172,6 @@ func TestSQLMatchesCommittedScript(t *testing.T) {
 	}{
 		{nil, sqlgen.Options{Layout: snowflake.Twitter(), UnsetNode: true}},
 		{[]string{"--schema", "ids"}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", UnsetNode: true}},
-		// "" is public, as in every Options (catalog.ParseSchema).
-		{[]string{"--schema", ""}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "public", UnsetNode: true}},
 		{[]string{"--schema", "ids", "--datacenter", "3", "--machine", "7"}, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 3, Machine: 7}},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"sql"}, tc.args...)...)
@@ -358,5 +356,16 @@ func TestHalfANodeRefused(t *testing.T) {
 	}
 	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
 		t.Errorf("a refused migration wrote %v", entries)
+	}
+}
+
+// TestEmptySchemaRefused: --schema given empty is exit 2 with one line on
+// every command that takes sfgen's schema, never public unawares.
+func TestEmptySchemaRefused(t *testing.T) {
+	for _, cmd := range [][]string{{"sql"}, {"install", "--dsn", "postgres://nobody@127.0.0.1:1/none"}, {"node", "--dsn", "postgres://nobody@127.0.0.1:1/none"}, {"resume", "--dsn", "postgres://nobody@127.0.0.1:1/none"}} {
+		code, out, errOut := sfgen(t, append(slices.Clone(cmd), "--schema", "")...)
+		if want := "sfgen " + cmd[0] + ": --schema is empty: give a schema's name, or leave --schema out for public\n"; code != exitUsage || out != "" || errOut != want {
+			t.Errorf("sfgen %s --schema '' = %d, %q, %q; want exit 2 and %q", cmd[0], code, out, errOut, want)
+		}
 	}
 }

@@ -258,10 +258,14 @@ func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def strin
 }
 
 // schemaVar defines --schema, the name of a schema, public when not given,
-// checked (and "" read as public) by catalog.ParseSchema.
+// checked by catalog.ParseSchema. Given empty, it is refused: a script
+// whose variable is unset must not install into public unawares.
 func (c *cli) schemaVar(usage string) *string {
 	s := c.fs.String("schema", catalog.Public.Name(), usage)
 	c.checks = append(c.checks, func() error {
+		if *s == "" {
+			return errors.New("--schema is empty: give a schema's name, or leave --schema out for public")
+		}
 		parsed, err := catalog.ParseSchema(*s)
 		*s = parsed.Name()
 		return err

@@ -91,6 +91,9 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c.fs.Var(&schemas, "schema", "schema `NAME` that holds sfgen's functions (default "+catalog.Public.Name()+"); give it again for each schema of a fleet check")
 	c.checks = append(c.checks, func() error {
 		for i, s := range schemas {
+			if s == "" {
+				return errors.New("--schema is empty: give a schema's name, or leave --schema out for public")
+			}
 			parsed, err := catalog.ParseSchema(s)
 			if err != nil {
 				return err
