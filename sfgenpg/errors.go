@@ -29,6 +29,10 @@ var (
 	// refused to make an ID for that reason (DBError of SQLSTATE SF201):
 	// give it one with `sfgen node --datacenter N --machine N`.
 	ErrNoNode = install.ErrNoNode
+	// ErrNodeMismatch: the schema's node is not InstallOptions.Node
+	// (Check): the configured node changed, and Install keeps the node a
+	// schema has; move it with `sfgen node`, or configure the one it has.
+	ErrNodeMismatch = install.ErrNodeMismatch
 	// ErrForeignObject: the schema holds objects under sfgen's names that
 	// sfgen did not create, or another role owns (Check, Install).
 	ErrForeignObject = install.ErrForeignObject
@@ -42,8 +46,8 @@ var (
 // A SchemaError is a schema that does not hold what Check (or Install)
 // was asked for: which schema, what it holds (release, layout, node),
 // what was asked for, and what fixes it. It wraps one of
-// ErrNotInstalled, ErrLayoutMismatch, ErrOlderRelease, ErrNewerRelease
-// and ErrNoNode; its message ends with Fix.
+// ErrNotInstalled, ErrLayoutMismatch, ErrOlderRelease, ErrNewerRelease,
+// ErrNoNode and ErrNodeMismatch; its message ends with Fix.
 type SchemaError struct {
 	Schema  string
 	Release int          // the schema's sfgen release; 0 without sfgen

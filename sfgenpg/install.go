@@ -119,13 +119,18 @@ func nodeOf(in catalog.Installed) *Node {
 // Check reports whether o.Schema holds sfgen at this module's Release,
 // for o.Layout, with a node set, as an application may check at startup:
 // nil, or a *SchemaError wrapping ErrNotInstalled, ErrLayoutMismatch,
-// ErrOlderRelease (an Install upgrades it), ErrNewerRelease or ErrNoNode.
-// A schema that is not trusted is an error wrapping ErrForeignObject or
-// ErrUntrustedSchema, and Check calls none of its functions. o.Node is
-// not compared (a schema's node is changed with `sfgen node`). Check only
-// reads, through db, which may be of any driver.
+// ErrOlderRelease (an Install upgrades it), ErrNewerRelease, ErrNoNode, or
+// ErrNodeMismatch when o.Node is not nil and not the schema's node (a
+// configured node that changed: Install keeps a schema's node, and
+// `sfgen node` moves it). A schema that is not trusted is an error
+// wrapping ErrForeignObject or ErrUntrustedSchema, and Check calls none
+// of its functions. Check only reads, through db, which may be of any
+// driver.
 func Check(ctx context.Context, db *sql.DB, o InstallOptions) error {
-	_, err := install.Check(ctx, catalog.DB(db), o.Schema, o.Layout)
+	in, err := install.Check(ctx, catalog.DB(db), o.Schema, o.Layout)
+	if err == nil && o.Node != nil {
+		err = install.CheckNode(in, o.Node.Datacenter, o.Node.Machine)
+	}
 	if err != nil {
 		return fmt.Errorf("sfgen: check: %w", schemaError(err))
 	}

@@ -110,6 +110,16 @@ func TestInstallAndCheck(t *testing.T) {
 	if _, err := sfgenpg.Install(ctx, db, other); err == nil || !strings.Contains(err.Error(), "sfgen node --schema ids --datacenter 3 --machine 3") {
 		t.Errorf("Install with another node: %v; want the refusal naming sfgen node", err)
 	}
+	// A configured node that changed is noticed at startup: Check names
+	// both nodes and the command that moves it. Without a node asked
+	// for, Check takes the schema's.
+	if se := wantSchemaError(t, "another node", sfgenpg.Check(ctx, db, other), sfgenpg.ErrNodeMismatch, "ids"); se.Node == nil || *se.Node != *o.Node ||
+		!strings.Contains(se.Error(), "has node datacenter 1, machine 2, not datacenter 3, machine 3") || !strings.Contains(se.Error(), "sfgen node --schema ids --datacenter 3 --machine 3") {
+		t.Errorf("Check with another node: %v; want ErrNodeMismatch naming both nodes and sfgen node", se)
+	}
+	if err := sfgenpg.Check(ctx, db, sfgenpg.InstallOptions{Schema: "ids", Layout: sfgen.Discord()}); err != nil {
+		t.Errorf("Check without a node: %v", err)
+	}
 	if _, err := sfgenpg.Install(ctx, db, sfgenpg.InstallOptions{Schema: "ids"}); !errors.Is(err, sfgen.ErrZeroLayout) {
 		t.Errorf("Install of the zero layout: %v; want ErrZeroLayout", err)
 	}

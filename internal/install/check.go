@@ -23,7 +23,24 @@ var (
 	// ErrNoNode: the schema has no node set, so snowflake_next_id()
 	// refuses (SQLSTATE SF201).
 	ErrNoNode = sqlstate.ErrNoNode
+	// ErrNodeMismatch: the schema's node is not the one asked for
+	// (CheckNode): a configured node that changed, which Install keeps
+	// as it is.
+	ErrNodeMismatch = errors.New("sfgen node other than the one asked for")
 )
+
+// CheckNode reports whether in, which Check found ready, has the node
+// datacenter/machine: nil, or a *StateError of ErrNodeMismatch naming
+// both nodes and the command that moves it.
+func CheckNode(in catalog.Installed, datacenter, machine int64) error {
+	if in.Node.State != catalog.NodeSet || (in.Node.Datacenter == datacenter && in.Node.Machine == machine) {
+		return nil
+	}
+	name := in.Schema.Name()
+	return &StateError{Kind: ErrNodeMismatch, Installed: in, Want: in.Layout,
+		text: fmt.Sprintf("schema %s has node %s, not datacenter %d, machine %d as asked", name, in.Node, datacenter, machine),
+		Fix: fmt.Sprintf("to move it, as the owner of sfgen's functions: sfgen node --schema %s --datacenter %d --machine %d (IDs stay unique only if no other database or service makes IDs with that node); or ask for the node it has", name, datacenter, machine)}
+}
 
 // A StateError is a schema that does not hold what Check asked for: the
 // kind (ErrNotInstalled, ErrLayoutMismatch, ErrOlderRelease,
