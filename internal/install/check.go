@@ -39,7 +39,7 @@ func CheckNode(in catalog.Installed, datacenter, machine int64) error {
 	name := in.Schema.Name()
 	return &StateError{Kind: ErrNodeMismatch, Installed: in, Want: in.Layout,
 		text: fmt.Sprintf("schema %s has node %s, not datacenter %d, machine %d as asked", name, in.Node, datacenter, machine),
-		Fix: fmt.Sprintf("to move it, as the owner of sfgen's functions: sfgen node --schema %s --datacenter %d --machine %d (IDs stay unique only if no other database or service makes IDs with that node); or ask for the node it has", name, datacenter, machine)}
+		Fix:  fmt.Sprintf("to move it, as the owner of sfgen's functions: sfgen node --schema %s --datacenter %d --machine %d (IDs stay unique only if no other database or service makes IDs with that node); or ask for the node it has", name, datacenter, machine)}
 }
 
 // A StateError is a schema that does not hold what Check asked for: the
