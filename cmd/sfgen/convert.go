@@ -128,6 +128,9 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			}{true, p})
 		}
 		fmt.Fprint(stdout, p.SQL)
+		if !strings.HasSuffix(p.SQL, "\n") {
+			fmt.Fprintln(stdout)
+		}
 		return exitOK
 	}
 	if len(p.Rewrites) > 0 {

@@ -147,6 +147,9 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 	}
 
 	code, out, errOut = e.convert("--table", "parent", "--dry-run")
+	if !strings.HasSuffix(out, "\n") {
+		t.Errorf("--dry-run's output does not end with a newline: %q", out[max(0, len(out)-40):])
+	}
 	for _, want := range []string{
 		"-- +goose Up\n",
 		`ALTER TABLE "app"."parent" ALTER COLUMN "id" SET DEFAULT "ids".snowflake_next_id();`,

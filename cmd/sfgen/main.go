@@ -44,7 +44,7 @@ func init() {
 		{"build-native", "build the native (C) generator on a database server, for install or a migration", runBuildNative},
 		{"node", "show or set the node that snowflake_next_id() uses", runNode},
 		{"audit", "check the IDs stored in a table: nodes, future and invalid IDs, skew", runAudit},
-		{"convert", "move a table's serial, bigserial or identity key to snowflake_next_id()", runConvert},
+		{"convert", "move a table's integer key (serial, identity or plain) to snowflake_next_id()", runConvert},
 		{"resume", "make the generator safe to take over a node's writes (after a switchover)", runResume},
 		{"serve", "serve a web page and an HTTP API that compose and decode IDs", runServe},
 		{"bench", "measure snowflake_next_id() against bigserial on a database", runBench},

@@ -599,3 +599,16 @@ func TestAtAddress(t *testing.T) {
 		t.Errorf("AtAddress changed its argument: host %q, TLS %q, %d fallbacks", cfg.Host, cfg.TLSConfig.ServerName, len(cfg.Fallbacks))
 	}
 }
+
+// TestOtherSchemeNamed: another database's URL is refused naming its
+// scheme and what is wanted, not as malformed keyword=value pairs, and
+// quotes nothing else of the string.
+func TestOtherSchemeNamed(t *testing.T) {
+	for _, dsn := range []string{"mysql://app:Hunter2@h/db", "sqlserver://h"} {
+		_, err := Config(dsn)
+		scheme, _, _ := strings.Cut(dsn, "://")
+		if want := "cannot parse the connection string (URL form): the scheme " + scheme + ":// is not PostgreSQL's: want postgres:// or postgresql://, or keyword=value pairs"; err == nil || err.Error() != want {
+			t.Errorf("Config(%q) = %v; want %q", dsn, err, want)
+		}
+	}
+}

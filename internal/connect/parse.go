@@ -17,8 +17,24 @@ func parseError(dsn string, err error) *ParseError {
 	form := "keyword/value"
 	if strings.HasPrefix(dsn, "postgres://") || strings.HasPrefix(dsn, "postgresql://") {
 		form = "URL"
+	} else if scheme, _, ok := strings.Cut(dsn, "://"); ok && scheme != "" && !strings.ContainsAny(scheme, " =") {
+		// Another database's URL: say so, rather than what is wrong
+		// with it as keyword=value pairs. (The scheme is letters before
+		// "://", never a password.)
+		return &ParseError{Form: "URL", Reason: "the scheme " + schemeName(scheme) + " is not PostgreSQL's: want postgres:// or postgresql://, or keyword=value pairs"}
 	}
 	return &ParseError{Form: form, Reason: reason(err)}
+}
+
+// schemeName is scheme, or "given" when it is not a plain word, which a
+// message may quote.
+func schemeName(scheme string) string {
+	for _, r := range scheme {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '+' || r == '-' || r == '.') {
+			return "given"
+		}
+	}
+	return scheme + "://"
 }
 
 // malformed is the reason when pgx's text matches none of the phrases.

@@ -55,8 +55,7 @@ func ValidateSchema(name string) error {
 	case reservedKeywords[name]:
 		return &SchemaError{name, "is a reserved SQL keyword"}
 	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
+	for i, c := range name {
 		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
 			return &SchemaError{name, fmt.Sprintf("has %q at byte %d", c, i)}
 		}

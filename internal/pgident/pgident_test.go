@@ -77,3 +77,12 @@ func TestQuote(t *testing.T) {
 		t.Errorf("Quote = %s, want %s", got, want)
 	}
 }
+
+// TestValidateSchemaNamesTheCharacter: a name refused for a character
+// outside ASCII names that character, not its first byte.
+func TestValidateSchemaNamesTheCharacter(t *testing.T) {
+	err := ValidateSchema("aïds")
+	if err == nil || !strings.Contains(err.Error(), `has 'ï' at byte 1`) {
+		t.Errorf("ValidateSchema(aïds) = %v; want it to name 'ï' at byte 1", err)
+	}
+}
