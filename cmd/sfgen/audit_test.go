@@ -345,3 +345,35 @@ func TestAuditLeaseMarksAhead(t *testing.T) {
 		t.Errorf("as %s: exit %d, stderr %q:\n%s", name, code, errOut, out)
 	}
 }
+
+// TestAuditLayoutFromDefault: a column whose default is a Discord schema's
+// generator is decoded with Discord's layout without --layout (with
+// Twitter's, its IDs dated some four years off and the report said OK);
+// a --layout that disagrees is refused, exit 2; one that agrees is fine.
+func TestAuditLayoutFromDefault(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "disc", "--layout", "discord", "--datacenter", "1", "--machine", "2"); code != 0 {
+		t.Fatalf("install: %s", errOut)
+	}
+	db := testDB(t, dsn)
+	mustExecDB(t, db, "CREATE TABLE public.orders (id bigint PRIMARY KEY DEFAULT disc.snowflake_next_id(), n int)")
+	mustExecDB(t, db, "INSERT INTO public.orders (n) SELECT g FROM generate_series(1, 100) g")
+	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--json")
+	var r struct {
+		Layout string `json:"layout_name"`
+		Nodes  []struct {
+			Datacenter int64 `json:"datacenter_id"`
+			Machine    int64 `json:"machine_id"`
+			Rows       int64 `json:"rows"`
+		} `json:"nodes"`
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Layout != "discord" || len(r.Nodes) != 1 || r.Nodes[0].Datacenter != 1 || r.Nodes[0].Machine != 2 {
+		t.Errorf("audit without --layout = %d, %q, %s; want Discord's layout and node 1/2", code, errOut, out)
+	}
+	if code, _, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--layout", "twitter"); code != exitUsage || !strings.Contains(errOut, "defaults to schema disc's generator, of layout discord") {
+		t.Errorf("audit --layout twitter = %d, %q; want exit 2 naming the default's layout", code, errOut)
+	}
+	if code, _, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--layout", "discord"); code != exitOK {
+		t.Errorf("audit --layout discord = %d, %q", code, errOut)
+	}
+}

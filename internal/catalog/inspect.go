@@ -272,3 +272,22 @@ func TurnRows(ctx context.Context, q Querier, schema Schema) (n int64, exists bo
 	}
 	return n, true, nil
 }
+
+// DefaultGenerator returns the schema whose sfgen generator
+// (snowflake_next_id() or snowflake_next_id_local()) the column's default
+// calls, as pg_depend records it, and whether there is one.
+func DefaultGenerator(ctx context.Context, q Querier, tableSchema, table, column string) (schema string, found bool, err error) {
+	err = q.QueryRow(ctx, `SELECT COALESCE((SELECT n.nspname::pg_catalog.text
+		FROM pg_catalog.pg_class c
+		JOIN pg_catalog.pg_namespace cn ON cn.oid OPERATOR(pg_catalog.=) c.relnamespace
+		JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) c.oid
+		JOIN pg_catalog.pg_attrdef ad ON ad.adrelid OPERATOR(pg_catalog.=) c.oid AND ad.adnum OPERATOR(pg_catalog.=) a.attnum
+		JOIN pg_catalog.pg_depend d ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND d.objid OPERATOR(pg_catalog.=) ad.oid
+			AND d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+		JOIN pg_catalog.pg_proc p ON p.oid OPERATOR(pg_catalog.=) d.refobjid
+		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) p.pronamespace
+		WHERE cn.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2 AND a.attname OPERATOR(pg_catalog.=) $3
+			AND p.proname IN ('snowflake_next_id', 'snowflake_next_id_local') AND p.pronargs OPERATOR(pg_catalog.=) 0
+		ORDER BY 1 LIMIT 1), '')`, tableSchema, table, column).Scan(&schema)
+	return schema, schema != "", err
+}
