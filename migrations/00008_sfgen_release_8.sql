@@ -1149,8 +1149,8 @@ BEGIN
             PERFORM FROM "public_sfgen".snowflake_catch_up_turn t WHERE t.slot OPERATOR(pg_catalog.=) turn_slot;
             IF NOT FOUND THEN
                 RAISE EXCEPTION USING ERRCODE = 'SF205',
-                    MESSAGE = pg_catalog.format('sfgen: schema %s cannot catch up with the clock: its table %s.snowflake_catch_up_turn has no row for the current turn (a copy made without that table''s rows, such as pg_dump --schema-only or a logical replication subscriber''s first step, restores none)',
-                        'public', 'public_sfgen'),
+                    MESSAGE = pg_catalog.format('sfgen: schema %s cannot catch up with the clock: its table %s.snowflake_catch_up_turn has no row for the current turn (a copy made without that table''s rows, such as pg_dump --schema-only or a logical replication subscriber''s first step, restores none); run sfgen install --schema %s on this database',
+                        'public', 'public_sfgen', 'public'),
                     HINT = pg_catalog.format('Run sfgen install --schema %s on this database (or the plain script, sfgen sql): it restores the rows and keeps the node and the state.', 'public');
             END IF;
         END IF;
