@@ -163,9 +163,8 @@ func TestLeaseClockAheadNineTenthsTTL(t *testing.T) {
 	if r[0].at.Before(due.Add(-2 * time.Millisecond)) {
 		t.Errorf("first refusal %v before it was due (%v after the take, the TTL less the clock's lead): %v", due.Sub(r[0].at), clockTTL-ahead, r[0].err)
 	}
-	if late := r[0].at.Sub(due); late > 200*time.Millisecond {
-		t.Errorf("first refusal %v after it was due (%v after the take): %v", late, clockTTL-ahead, r[0].err)
-	}
+	// How soon after it was due the first refusal came is the
+	// scheduler's: what counts is that no ID came after it (below).
 	for _, c := range calls {
 		if c.err == nil && c.at.After(due.Add(2*time.Millisecond)) && c.at.Before(taken.Add(clockTTL/3)) {
 			t.Errorf("a call %v after the take made an ID, past the take's limit and before any renewal", c.at.Sub(taken))
@@ -249,8 +248,13 @@ func TestLeaseClockAheadLateRenewal(t *testing.T) {
 	if r[0].at.Before(due.Add(-2 * time.Millisecond)) {
 		t.Errorf("first refusal %v before it was due, at the TTL less the lead after the last renewal: %v", due.Sub(r[0].at), r[0].err)
 	}
-	if late := r[0].at.Sub(due); late > 200*time.Millisecond {
-		t.Errorf("first refusal %v after it was due: %v", late, r[0].err)
+	// No ID after it was due, until the retried renewal came back (how
+	// soon the first refusal came is the scheduler's).
+	for _, c := range calls {
+		if c.err == nil && c.at.After(due.Add(2*time.Millisecond)) && c.at.Before(renewed2) {
+			t.Errorf("an ID at %v, after the limit (due %v) and before the late renewal", c.at.Sub(due), due)
+			break
+		}
 	}
 	// IDs again once the retried renewal's answer is in: allow it 100 ms.
 	var after, refusedAfter int
