@@ -238,7 +238,6 @@ type templateData struct {
 	NodeSet   bool  // a first install sets the node Datacenter, Machine (else: the session's settings, or unset)
 	NodeSpace int64 // how many nodes the layout has: (MaxDatacenter+1) * (MaxMachine+1)
 	NodeBits  uint  // DatacenterBits + MachineBits
-	NodeFrom  uint  // 65 - SequenceBits: where the node bits go into the state's 64 bits, 1-based
 	// From release 6: the state's low StateBits bits (64 - NodeBits) hold
 	// all of an ID's but the node's, which go in at StateNodeFrom
 	// (StateBits - SequenceBits + 1), 1-based.
@@ -251,8 +250,8 @@ type templateData struct {
 	// the slow path, more as it ages), on every call from StaleMs; the slow
 	// path waits for a catch-up rather than use a state more than LagLimitMs
 	// behind the clock.
-	CatchUpMs, StaleMs, CatchUpSpreadMs, LagLimitMs int64
-	DueMs                                           int64 // from release 6: CatchUpDue
+	CatchUpMs, StaleMs, LagLimitMs int64
+	DueMs                          int64 // from release 6: CatchUpDue
 
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
@@ -328,15 +327,14 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 		NodeSet:       !o.UnsetNode,
 		NodeSpace:     (l.Max(snowflake.FieldDatacenter) + 1) * (l.Max(snowflake.FieldMachine) + 1),
 		NodeBits:      l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
-		NodeFrom:      65 - l.Bits(snowflake.FieldSequence),
 		StateBits:     64 - l.Bits(snowflake.FieldDatacenter) - l.Bits(snowflake.FieldMachine),
 		StateNodeFrom: 65 - l.Bits(snowflake.FieldDatacenter) - l.Bits(snowflake.FieldMachine) - l.Bits(snowflake.FieldSequence),
 		MinState:      l.Epoch() << l.Bits(snowflake.FieldSequence),
 		MaxState:      l.Max(snowflake.FieldTimestamp)<<l.Bits(snowflake.FieldSequence) | l.Max(snowflake.FieldSequence),
 
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
-		CatchUpSpreadMs: (StaleAfter - CatchUpAfter).Milliseconds(), LagLimitMs: LagLimit.Milliseconds(),
-		DueMs: CatchUpDue.Milliseconds(),
+		LagLimitMs: LagLimit.Milliseconds(),
+		DueMs:      CatchUpDue.Milliseconds(),
 
 		KnownFunctions: catalog.KnownFunctions, KnownFunctionNames: catalog.KnownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
 		LeaseFunctionNames:  catalog.LeaseFunctionNames,
