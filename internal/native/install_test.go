@@ -428,7 +428,10 @@ func TestNativeOwnObjectsOnly(t *testing.T) {
 // TestInstallWhileInserting: sessions insert with DEFAULT
 // snowflake_next_id() (prepared, so their plans are invalidated at each
 // switch) while the function is switched from SQL to C and back, again
-// and again: no insert fails, and no ID repeats.
+// and again: no insert fails but one the instant a switch back drops the
+// C functions (XX000, "cache lookup failed for function": PostgreSQL
+// takes no lock on a function, docs/native.md), each session goes on
+// inserting, and no ID repeats.
 func TestInstallWhileInserting(t *testing.T) {
 	so := library(t, tw)
 	dsn := pgtest.DSN(t)
@@ -440,6 +443,7 @@ func TestInstallWhileInserting(t *testing.T) {
 		wg       sync.WaitGroup
 		stop     atomic.Bool
 		inserted atomic.Int64
+		dropped  atomic.Int64 // inserts that ran into a drop of the C functions
 		errMu    sync.Mutex
 		firstErr error
 	)
@@ -451,6 +455,11 @@ func TestInstallWhileInserting(t *testing.T) {
 			for !stop.Load() {
 				var id int64
 				if err := c.QueryRow(ctx, "INSERT INTO t(w) VALUES ($1) RETURNING id", w).Scan(&id); err != nil {
+					var pe *pgconn.PgError
+					if errors.As(err, &pe) && pe.Code == "XX000" && strings.HasPrefix(pe.Message, "cache lookup failed for function") {
+						dropped.Add(1)
+						continue
+					}
 					errMu.Lock()
 					if firstErr == nil {
 						firstErr = fmt.Errorf("session %d: %w", w, err)
@@ -493,7 +502,10 @@ func TestInstallWhileInserting(t *testing.T) {
 	if firstErr != nil {
 		t.Fatal(firstErr)
 	}
-	t.Logf("%d rows inserted across 5 switches each way", inserted.Load())
+	t.Logf("%d rows inserted across 5 switches each way; %d inserts ran into a drop of the C functions", inserted.Load(), dropped.Load())
+	if d := dropped.Load(); d > 5*4 {
+		t.Errorf("%d inserts failed at the drops of the C functions; want at most one a session a switch back (20)", d)
+	}
 	if n := queryInt(t, conn, "SELECT count(*) - count(DISTINCT id) FROM t"); n != 0 {
 		t.Fatalf("%d repeated IDs", n)
 	}
