@@ -107,23 +107,13 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	// The layout of the generator the column defaults to (the report's
 	// first line names the layout it decoded with); a --layout that
 	// disagrees with it is refused. Without such a default, --layout's.
-	if gen, found, err := catalog.DefaultGenerator(ctx, catalog.DB(db), o.Schema, o.Table, o.Column); err != nil {
+	if gen, spec, found, err := catalog.DefaultGenerator(ctx, catalog.DB(db), o.Schema, o.Table, o.Column); err != nil {
 		return c.fail("read %s.%s.%s's default: %s", o.Schema, o.Table, o.Column, redactErr(err, dsn))
-	} else if found {
-		s, err := catalog.ParseSchema(gen)
-		if err != nil {
-			return c.fail("%v", err)
+	} else if l, perr := snowflake.ParseLayout(spec); found && perr == nil {
+		if layout.set && layout.layout != l {
+			return c.usageError("%s.%s.%s defaults to schema %s's generator, of layout %s, not --layout %s: leave --layout out", o.Schema, o.Table, o.Column, gen, describeLayout(l), describeLayout(layout.layout))
 		}
-		// A role that may not read sfgen's schema (an auditor with SELECT
-		// on the table alone) decodes with --layout's, as before.
-		in, err := catalog.Inspect(ctx, catalog.DB(db), s)
-		switch {
-		case err != nil, in.Layout.IsZero():
-		case layout.set && layout.layout != in.Layout:
-			return c.usageError("%s.%s.%s defaults to schema %s's generator, of layout %s, not --layout %s: leave --layout out", o.Schema, o.Table, o.Column, gen, describeLayout(in.Layout), describeLayout(layout.layout))
-		default:
-			layout.layout, o.Layout = in.Layout, in.Layout
-		}
+		layout.layout, o.Layout = l, l
 	}
 	legacy, err := convert.Legacy(ctx, db, o.Schema, o.Table, o.Column)
 	if err != nil {
