@@ -16,12 +16,10 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
-// schemaOnlyCopy restores into a new database what pg_dump --schema-only
-// prints of the database at dsn (the first step of a logical replication
-// subscriber, a blue/green target or a staging copy) and returns the new
-// database's DSN. It skips where there are no PostgreSQL client binaries
-// beside the server's.
-func schemaOnlyCopy(t *testing.T, dsn string) string {
+// dumpTools returns the directory of pg_dump and psql beside the server
+// binaries, and skips t, saying so, where there are none (no server
+// binaries at all, or the npm registry's server-only packages).
+func dumpTools(t *testing.T) string {
 	t.Helper()
 	dir, err := pgcluster.FindBinDir(os.Getenv(pgcluster.BinEnv))
 	if err != nil {
@@ -32,6 +30,15 @@ func schemaOnlyCopy(t *testing.T, dsn string) string {
 			t.Skipf("no %s beside the server binaries in %s (a server-only package)", tool, dir)
 		}
 	}
+	return dir
+}
+
+// schemaOnlyCopy restores into a new database what pg_dump --schema-only
+// (from dir) prints of the database at dsn (the first step of a logical
+// replication subscriber, a blue/green target or a staging copy) and
+// returns the new database's DSN.
+func schemaOnlyCopy(t *testing.T, dir, dsn string) string {
+	t.Helper()
 	dump, err := exec.Command(filepath.Join(dir, "pg_dump"), "--schema-only", "--no-owner", dsn).Output()
 	if err != nil {
 		t.Fatalf("pg_dump --schema-only: %v", err)
@@ -54,6 +61,7 @@ func schemaOnlyCopy(t *testing.T, dsn string) string {
 // distinct and carries the origin's node, which the copy keeps.
 func TestSchemaOnlyCopy(t *testing.T) {
 	ctx := context.Background()
+	dir := dumpTools(t) // before any database is made
 	for _, tc := range []struct {
 		name    string
 		release int // installed at the origin: sqlgen.Latest with sfgen install, else released.Script
@@ -78,7 +86,7 @@ func TestSchemaOnlyCopy(t *testing.T) {
 			mustExecDB(t, db, "CREATE TABLE orders (id bigint PRIMARY KEY DEFAULT public.snowflake_next_id(), n int)")
 			mustExecDB(t, db, "INSERT INTO orders (n) SELECT g FROM generate_series(1, 100) g")
 
-			copyDSN := schemaOnlyCopy(t, origin)
+			copyDSN := schemaOnlyCopy(t, dir, origin)
 			cp := testDB(t, copyDSN)
 			if tc.release == sqlgen.Latest {
 				// Directly: a clear error at once, never a wait. (The
