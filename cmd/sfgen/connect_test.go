@@ -41,11 +41,16 @@ func TestDBCommandsHidePasswords(t *testing.T) {
 	// password inside its name: the server's error names it, as it is
 	// (the password is masked where it stands as the password, never
 	// inside other words).
-	u, err := url.Parse(pgtest.DSN(t))
+	// The role's password is the secret, so that a server that asks for
+	// passwords (as $DATABASE_URL's may) lets it in and then names the
+	// database.
+	dsn := pgtest.DSN(t)
+	role := pgtest.Role(t, dsn, "pwinside", "LOGIN PASSWORD '"+secret+"Secret'")
+	u, err := url.Parse(dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	u.User = url.UserPassword(u.User.Username(), secret+"Secret")
+	u.User = url.UserPassword(role, secret+"Secret")
 	dbName := "nosuch" + secret + "Secret"
 	u.Path = "/" + dbName
 	const unparsable, unreachable = exitUsage, exitFail
