@@ -429,3 +429,14 @@ func (f *stringsFlag) Set(s string) error {
 	*f = append(*f, s)
 	return nil
 }
+
+// A roleList is a flag that may be given many times, each a role name as
+// it is (no case folding).
+type roleList []string
+
+func (l *roleList) String() string { return strings.Join(*l, ",") }
+
+func (l *roleList) Set(v string) error {
+	*l = append(*l, v)
+	return nil
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
@@ -14,7 +15,7 @@ import (
 
 const installHelp = `
 sfgen install [--dsn URL] [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
-              [--native [--native-dir DIR] | --native=false]
+              [--grant ROLE]... [--native [--native-dir DIR] | --native=false]
 
 Applies sfgen's release line of goose migrations to a database, over pgx,
 and prints what it applied: a new schema gets every release in turn, one
@@ -70,8 +71,19 @@ generator. Without the flag, install keeps the generator the schema has:
 an upgrade that replaces snowflake_next_id() re-installs the native one
 from the library it used.
 
+Who makes IDs (release 8): only the owner of sfgen's objects and the
+roles given ID-making, each with --grant ROLE (repeat it) or, in SQL, with
+SELECT SCHEMA.snowflake_grant('ROLE') as the owner; a role whose inserts
+use snowflake_next_id() as a column default needs it, as does a role that
+calls it. A granted role is trusted: its own nextval() on the state could
+make IDs repeat (docs/security.md). An upgrade from an earlier release
+grants it to every role that may insert into a table whose default makes
+IDs, so that every insert that worked goes on working. install prints
+who holds it.
+
 Examples:
   sfgen install --dsn postgres://app@localhost:5432/app --datacenter 0 --machine 1
+  sfgen install --dsn postgres://owner@localhost/app --schema ids --datacenter 0 --machine 1 --grant app --grant worker
   sfgen install --dsn postgres://postgres@localhost/app --native --native-dir /usr/local/lib/sfgen
   sfgen install --dsn postgres://postgres@localhost/app --native
   sfgen install --dsn postgres://postgres@localhost/app --native=false
@@ -89,8 +101,18 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	nativeFlag := c.fs.Bool("native", false, "switch snowflake_next_id() to the native (C) generator; =false switches back to SQL")
 	nativeDir := c.fs.String("native-dir", "", "with --native: build and keep the library under `DIR` (absolute, on the server's machine)")
+	var grants roleList
+	c.fs.Var(&grants, "grant", "give `ROLE` ID-making (repeat for more roles): it may then make IDs with snowflake_next_id()")
 	if code, done := c.parseFlags(args); done {
 		return code
+	}
+	for _, r := range grants {
+		if r == "" {
+			return c.usageError("--grant: want a role name, not an empty string")
+		}
+		if strings.EqualFold(r, catalog.PublicRole) {
+			return c.usageError("--grant %s: ID-making is granted to named roles only; PUBLIC, every role, could make IDs repeat by calling nextval() on the state by hand (docs/security.md)", r)
+		}
 	}
 	if err := sf.node.half(); err != nil {
 		return c.usageError("%v", err)
@@ -140,7 +162,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			o.Layout = in.Layout
 		}
 	}
-	opts := install.Options{SQL: o, Generator: want, NativeDir: *nativeDir}
+	opts := install.Options{SQL: o, Generator: want, NativeDir: *nativeDir, Grants: grants}
 	if sf.node.given() {
 		opts.Node = sf.node.asked()
 	}
@@ -165,6 +187,9 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if rep.NodeUnset {
 		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", rep.Schema)
+	}
+	if err == nil && rep.IDMakersOK {
+		printIDMakers(stdout, c.stderr, "install", rep.Schema, rep.IDMakers)
 	}
 	if citus != "" {
 		fmt.Fprintf(stdout, "citus: installed on this %s alone; every Citus node that takes writes needs its own install and node (sfgen install --dsn NODE --schema %s --datacenter N --machine N), and distributed tables DEFAULT %s.snowflake_next_id_local() (docs/citus.md)\n",
@@ -197,4 +222,27 @@ func (c *cli) installError(err error, dsn string) int {
 		return c.usageError("%s", msg)
 	}
 	return c.fail("%s", msg)
+}
+
+// printIDMakers says who besides the owner may make IDs in schema: one
+// line on stdout, and on stderr a warning when that is every role.
+func printIDMakers(stdout, stderr io.Writer, command, schema string, roles []string) {
+	fmt.Fprintf(stdout, "ID-making: %s\n", idMakersLine(roles))
+	if len(roles) == 0 {
+		fmt.Fprintf(stdout, "  give it to the roles that insert: sfgen install --grant ROLE, or SELECT %s.snowflake_grant('ROLE') as the owner\n", pgident.Quote(schema))
+	}
+	for _, r := range roles {
+		if r == catalog.PublicRole {
+			fmt.Fprintf(stderr, "sfgen %s: warning: every role (PUBLIC) may make IDs in schema %s, and so make them repeat by calling nextval() on %s.snowflake_state by hand; grant ID-making to the roles that insert, then REVOKE it from PUBLIC (docs/security.md)\n",
+				command, schema, pgident.Quote(schema))
+		}
+	}
+}
+
+// idMakersLine says who may make IDs: the owner, and roles besides it.
+func idMakersLine(roles []string) string {
+	if len(roles) == 0 {
+		return "the owner alone"
+	}
+	return "the owner and " + strings.Join(roles, ", ")
 }

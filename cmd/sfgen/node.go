@@ -213,6 +213,11 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 	}
 	if !node.given() {
 		fmt.Fprintf(stdout, "%s %s\n", old, where)
+		if roles, ok, err := catalog.IDMakers(ctx, catalog.DB(tx), in.Schema); err != nil {
+			return c.fail("%s", redactErr(err, dsn))
+		} else if ok {
+			printIDMakers(stdout, stderr, "node", schema, roles)
+		}
 		if noTurns {
 			return exitFail
 		}

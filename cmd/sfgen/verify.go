@@ -178,6 +178,7 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string, serverNum i
 			}
 		}
 	}
+	fmt.Fprintf(w, "id-making      %s\n", idMakersLine(r.IDMakers))
 	fmt.Fprintf(w, "mismatches     %d\n", r.Mismatches)
 	switch {
 	case r.Release < r.LatestRelease:

@@ -39,6 +39,10 @@ type Options struct {
 	// NativeDir is where, with Native, Run builds the library: under
 	// NativeDir(NativeDir, layout), absolute, on the server's machine.
 	NativeDir string
+	// Grants are roles (names as they are, no case folding) to give
+	// ID-making to after the install, with snowflake_grant(): from
+	// release 8 no role but the owner makes IDs until it is granted.
+	Grants []string
 }
 
 // A Node is a node asked for; a nil field is not asked for.
@@ -72,6 +76,10 @@ const (
 type Report struct {
 	*Result          // what Apply applied
 	NodeUnset bool   // the schema has no node after the install
+	// IDMakers are the roles besides the owner that may make IDs after
+	// the install (catalog.IDMakers), ok false where it could not tell.
+	IDMakers   []string
+	IDMakersOK bool
 	Generator Change // what became of snowflake_next_id()
 	Library   string // the native library Generator names
 }

@@ -569,6 +569,9 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 			return nil, err
 		}
 	}
+	if err := checkGrants(ctx, db, o.Grants); err != nil {
+		return nil, err
+	}
 	res, err := apply(ctx, db, o.SQL, o.Node)
 	if err != nil {
 		return nil, err
@@ -576,6 +579,12 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 	rep := &Report{Result: res}
 	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
 		rep.NodeUnset = true
+	}
+	if err := grant(ctx, db, res.Schema, o.Grants); err != nil {
+		return rep, err
+	}
+	if s, err := catalog.ParseSchema(res.Schema); err == nil {
+		rep.IDMakers, rep.IDMakersOK, _ = catalog.IDMakers(ctx, catalog.DB(db), s)
 	}
 	return rep, nil
 }

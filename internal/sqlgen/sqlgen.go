@@ -58,6 +58,15 @@ var funcs = template.FuncMap{
 	"op": func(name string) string { return "OPERATOR(pg_catalog." + name + ")" },
 	// outOfRange is the argument of raise.sql.tmpl's raise_out_of_range.
 	"outOfRange": func(message, arg string) outOfRange { return outOfRange{message, arg} },
+	// idMaking is the argument of grant.sql.tmpl's id_making_privileges.
+	"idMaking": func(schema string, grant bool) idMaking { return idMaking{schema, grant} },
+}
+
+// An idMaking is what id_making_privileges grants (Grant) or revokes: the
+// privileges of schema Schema's (quoted) protocol objects.
+type idMaking struct {
+	Schema string
+	Grant  bool
 }
 
 // An outOfRange is what a range check's RAISE says: Message, a format()
@@ -349,7 +358,7 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 	}
 	// Names new since release 3 are sfgen's only with their release's
 	// marker.
-	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames)
+	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames, catalog.GrantFunctionNames)
 	d.PrivateName = catalog.PrivateSchema(schema)
 	d.Private = pgident.Quote(d.PrivateName)
 	if goose {

@@ -70,6 +70,10 @@ type Report struct {
 	// them, in a schema that says it is at Release: an older sfgen's plain
 	// script ran over it.
 	Stale []string `json:"stale_functions,omitempty"`
+	// IDMakers are the roles besides the owner that may make IDs
+	// (catalog.IDMakers): each is trusted not to call nextval() on the
+	// state by hand, which could make IDs repeat. "PUBLIC" is every role.
+	IDMakers []string `json:"id_makers"`
 }
 
 // OK reports whether the run found no mismatch, the generator check found
@@ -121,8 +125,12 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if err := checkInstalled(in, o.Layout); err != nil {
 		return nil, err
 	}
+	makers, _, err := catalog.IDMakers(ctx, catalog.PGX(pool), schema)
+	if err != nil {
+		return nil, err
+	}
 	c := &checker{o: o, schema: schema.Quoted(), prepared: map[*pgconn.PgConn]bool{},
-		rep: &Report{Schema: schema.Name(), Layout: o.Layout.String(), Seed: o.Seed, Release: in.Release, LatestRelease: sqlgen.Latest, Stale: in.Stale}}
+		rep: &Report{Schema: schema.Name(), Layout: o.Layout.String(), Seed: o.Seed, Release: in.Release, LatestRelease: sqlgen.Latest, Stale: in.Stale, IDMakers: makers}}
 	start := time.Now()
 	if err := c.checkVectors(ctx, pool); err != nil {
 		return nil, err
