@@ -74,14 +74,14 @@ const (
 
 // A Report says what Run did.
 type Report struct {
-	*Result          // what Apply applied
-	NodeUnset bool   // the schema has no node after the install
+	*Result        // what Apply applied
+	NodeUnset bool // the schema has no node after the install
 	// IDMakers are the roles besides the owner that may make IDs after
 	// the install (catalog.IDMakers), ok false where it could not tell.
 	IDMakers   []string
 	IDMakersOK bool
-	Generator Change // what became of snowflake_next_id()
-	Library   string // the native library Generator names
+	Generator  Change // what became of snowflake_next_id()
+	Library    string // the native library Generator names
 }
 
 // Errors Run returns, wrapped in a *StepError.
