@@ -323,6 +323,9 @@ func attackStall(t *testing.T, e *env, release int, trick stallTrick) (bool, str
 	e.exec("CREATE TABLE public.t (id bigint PRIMARY KEY DEFAULT " + qualify(schema, "snowflake_next_id()") + ", n integer)")
 	app := e.role("app")
 	e.exec("GRANT INSERT ON public.t TO " + pgident.Quote(app))
+	if release >= 8 {
+		e.exec("SELECT " + qualify(schema, "snowflake_grant(") + pgident.QuoteLiteral(app) + ")")
+	}
 	inserters := []*session{e.connect(app), e.connect(app)}
 	for _, s := range inserters {
 		s.exec(t, "SET statement_timeout = '5s'")

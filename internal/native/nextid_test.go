@@ -337,6 +337,7 @@ func TestNativeTwoSchemasInOneSession(t *testing.T) {
 func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
 	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 	user, roleDSN := pgtest.LoginRole(t, dsn, "native_caller", "")
+	mustExec(t, owner, "SELECT snowflake_grant($1)", user)
 	app := connect(t, roleDSN)
 	ctx := context.Background()
 	queryInt(t, app, "SELECT snowflake_next_id()")
@@ -429,6 +430,12 @@ func TestNativeNodeFromAnyFunction(t *testing.T) {
 func TestNativePrivileges(t *testing.T) {
 	dsn, owner := setup(t, sqlgen.Options{Layout: snowflake.Twitter()}, false)
 	user, roleDSN := pgtest.LoginRole(t, dsn, "native_user", "")
+	// PUBLIC's privileges, as releases 1 to 7 gave them (and an upgrade
+	// keeps them where PUBLIC may insert through a default), taken away
+	// and given back one at a time below.
+	mustExec(t, owner, `GRANT USAGE ON SEQUENCE snowflake_state TO PUBLIC;
+		GRANT SELECT ON SEQUENCE snowflake_caught_up TO PUBLIC;
+		GRANT EXECUTE ON FUNCTION snowflake_next_state(), snowflake_next_id(), snowflake_next_id_c(integer) TO PUBLIC`)
 	app := connect(t, roleDSN)
 	queryInt(t, app, "SELECT snowflake_next_id()")
 	// Through a role: USAGE on the state only as a member of it, and

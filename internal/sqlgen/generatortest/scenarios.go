@@ -524,6 +524,7 @@ func nodeOnlyOwnerChanges(t *testing.T, g Generator) {
 	MustExec(t, owner, "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT snowflake_next_id())")
 	role, roleDSN := pgtest.LoginRole(t, dsn, "nextid_app", "")
 	MustExec(t, owner, "GRANT INSERT, SELECT ON t TO "+role)
+	MustExec(t, owner, "SELECT snowflake_grant($1)", role)
 	app := Connect(t, roleDSN)
 	node := func() (int64, int64) {
 		t.Helper()
