@@ -227,10 +227,11 @@ func (c *cli) installError(err error, dsn string) int {
 // printIDMakers says who besides the owner may make IDs in schema: one
 // line on stdout, and on stderr a warning when that is every role.
 func printIDMakers(stdout, stderr io.Writer, command, schema string, roles []string) {
-	fmt.Fprintf(stdout, "ID-making: %s\n", idMakersLine(roles))
-	if len(roles) == 0 {
-		fmt.Fprintf(stdout, "  give it to the roles that insert: sfgen install --grant ROLE, or SELECT %s.snowflake_grant('ROLE') as the owner\n", pgident.Quote(schema))
+	line := idMakersLine(roles)
+	if len(roles) == 0 && command == "install" {
+		line += fmt.Sprintf(" (other roles that insert need it: --grant ROLE, or SELECT %s.snowflake_grant('ROLE'))", pgident.Quote(schema))
 	}
+	fmt.Fprintf(stdout, "ID-making: %s\n", line)
 	for _, r := range roles {
 		if r == catalog.PublicRole {
 			fmt.Fprintf(stderr, "sfgen %s: warning: every role (PUBLIC) may make IDs in schema %s, and so make them repeat by calling nextval() on %s.snowflake_state by hand; grant ID-making to the roles that insert, then REVOKE it from PUBLIC (docs/security.md)\n",

@@ -742,17 +742,18 @@ func TestApplyLeavesSessionsAsTheyWere(t *testing.T) {
 }
 
 // TestInsertersNeedNoUsageOnTheSchema installs into a schema of sfgen's
-// own, which grants PUBLIC nothing: a role that may only INSERT into a
-// table whose default is snowflake_next_id() gets IDs, fast path and
-// slow, while it cannot even name the sequences (and so cannot queue a
-// lock on them).
+// own, which grants PUBLIC nothing: a role given ID-making
+// (snowflake_grant(), which grants no USAGE on the schema) that may only
+// INSERT into a table whose default is snowflake_next_id() gets IDs, fast
+// path and slow, while it cannot even name the sequences (and so cannot
+// queue a lock on them).
 func TestInsertersNeedNoUsageOnTheSchema(t *testing.T) {
 	db, schema := database(t)
 	if _, err := Apply(context.Background(), db, sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}); err != nil {
 		t.Fatal(err)
 	}
 	role := pgtest.Role(t, dsnOf(t, db), "app", "")
-	if _, err := db.Exec("CREATE TABLE public." + schema + "_t (id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id(), n int); GRANT INSERT, SELECT ON public." + schema + "_t TO " + role); err != nil {
+	if _, err := db.Exec("CREATE TABLE public." + schema + "_t (id bigint PRIMARY KEY DEFAULT " + schema + ".snowflake_next_id(), n int); GRANT INSERT, SELECT ON public." + schema + "_t TO " + role + "; SELECT " + schema + ".snowflake_grant('" + role + "')"); err != nil {
 		t.Fatal(err)
 	}
 	var usage bool
