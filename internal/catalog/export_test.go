@@ -7,14 +7,11 @@ func Statements() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	calls, err := render("calls", struct {
-		Schema                string
-		Layout, Release, Node bool
-	}{Public.Quoted(), true, true, true})
+	reads, err := render("reads", nil)
 	if err != nil {
 		return nil, err
 	}
-	out := []string{functions, calls}
+	out := []string{functions, reads}
 	for _, name := range []string{"control_permitted", "system_identifier", "database"} {
 		stmt, err := render(name, nil)
 		if err != nil {

@@ -167,10 +167,12 @@ var sqlFS embed.FS
 var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
 
 // Inspect reads what schema holds of sfgen through q, in two statements:
-// one of the system catalogs, then one that calls those of sfgen's
-// functions (snowflake_layout(), snowflake_release() and, when a node is
-// set, snowflake_node()) that the first found. In a schema without sfgen
-// it returns an Installed with the zero Layout, release 0 and no node.
+// one of the system catalogs, then one that reads the release, layout
+// and node from the text of sfgen's functions (snowflake_layout(),
+// snowflake_release(), snowflake_node_bits()), calling none: their owner
+// may be a weaker role than the caller, who could have replaced them (no
+// sfgen command runs another role's code). In a schema without sfgen it
+// returns an Installed with the zero Layout, release 0 and no node.
 //
 // A schema where objects under sfgen's names are not sfgen's, or where
 // roles other than sfgen's owner (and superusers) can create objects,
@@ -207,30 +209,34 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	case in.functions[FuncNode]:
 		in.Node.State = NodeSet
 	}
-	d := struct {
-		Schema                string
-		Layout, Release, Node bool
-	}{schema.Quoted(), in.functions[FuncLayout], in.functions[FuncLayout] && in.functions[FuncRelease], in.Node.State == NodeSet}
-	if !d.Layout && !d.Node {
+	if !in.functions[FuncLayout] && in.Node.State != NodeSet {
 		return in, nil
 	}
-	calls, err := render("calls", d)
+	reads, err := render("reads", nil)
 	if err != nil {
 		return Installed{}, err
 	}
-	var args []any
-	if d.Release {
-		args = []any{schema.Quoted(), MarkedFunctions}
-	}
 	var spec, stale string
-	if err := q.QueryRow(ctx, calls, args...).Scan(&spec, &in.Release, &stale, &in.Node.Datacenter, &in.Node.Machine); err != nil {
+	var bits int64
+	if err := q.QueryRow(ctx, reads, schema.Name(), MarkedFunctions).Scan(&spec, &in.Release, &stale, &bits); err != nil {
 		return Installed{}, fmt.Errorf("read the sfgen release, layout and node of schema %s: %w", schema, err)
 	}
 	in.Stale = lines(stale)
-	if d.Layout {
+	if in.functions[FuncLayout] {
 		if in.Layout, err = snowflake.ParseLayout(spec); err != nil {
 			return Installed{}, fmt.Errorf("schema %s: snowflake_layout() returns %q, not a layout this sfgen reads: %w", schema, spec, err)
 		}
+	}
+	if in.Node.State == NodeSet {
+		if bits < 0 {
+			return Installed{}, fmt.Errorf("schema %s: snowflake_node_bits() is not the function snowflake_set_node() writes (SELECT n::bigint), so its node cannot be read without calling it; set the node again as the owner: sfgen node --schema %s --datacenter N --machine N", schema, schema)
+		}
+		l := in.Layout
+		if l.IsZero() {
+			l = snowflake.Twitter() // an install from before release 1, which had no layout function
+		}
+		in.Node.Datacenter = bits >> l.Shift(snowflake.FieldDatacenter) & l.Max(snowflake.FieldDatacenter)
+		in.Node.Machine = bits >> l.Shift(snowflake.FieldMachine) & l.Max(snowflake.FieldMachine)
 	}
 	return in, nil
 }
