@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"time"
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
@@ -82,13 +81,6 @@ grants it to every role that may insert into a table whose default makes
 IDs, so that every insert that worked goes on working. install prints
 who holds it.
 
-After an upgrade from release 1 to 6, statements begun before it may still
-run that release's code, which takes values from the state without
-reading release 8's guard: until every transaction in progress when it
-committed has ended, the catch-up moves the state by nextval() alone
-(IDs stay unique, dated late). install waits up to --wait-older for them
-and says which it waited for, and which still run.
-
 Examples:
   sfgen install --dsn postgres://app@localhost:5432/app --datacenter 0 --machine 1
   sfgen install --dsn postgres://owner@localhost/app --schema ids --datacenter 0 --machine 1 --grant app --grant worker
@@ -111,7 +103,6 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	nativeDir := c.fs.String("native-dir", "", "with --native: build and keep the library under `DIR` (absolute, on the server's machine)")
 	var grants roleList
 	c.fs.Var(&grants, "grant", "give `ROLE` ID-making (repeat for more roles): it may then make IDs with snowflake_next_id()")
-	waitOlder := c.fs.Duration("wait-older", time.Minute, "after an upgrade from release 1 to 6, wait up to `DURATION` for the transactions begun before it to end (0: do not wait)")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -171,10 +162,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 			o.Layout = in.Layout
 		}
 	}
-	if *waitOlder < 0 {
-		return c.usageError("--wait-older %s: want a duration of 0 or more, such as 30s or 5m", *waitOlder)
-	}
-	opts := install.Options{SQL: o, Generator: want, NativeDir: *nativeDir, Grants: grants, WaitOlder: *waitOlder}
+	opts := install.Options{SQL: o, Generator: want, NativeDir: *nativeDir, Grants: grants}
 	if sf.node.given() {
 		opts.Node = sf.node.asked()
 	}
@@ -199,15 +187,6 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	}
 	if rep.NodeUnset {
 		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", rep.Schema)
-	}
-	if n := len(rep.OlderFound); n > 0 {
-		if len(rep.OlderLeft) == 0 {
-			fmt.Fprintf(stdout, "waited for %s begun before the upgrade, which could run the earlier release's code (%s): ended; the catch-up keeps the state up with the clock again\n",
-				plural(n, "transaction", "transactions"), olderList(rep.OlderFound))
-		} else {
-			fmt.Fprintf(c.stderr, "sfgen install: %s begun before the upgrade still run after %s (%s): a statement in them may run the earlier release's code, so until they end snowflake_next_id() moves its state by nextval() alone (its IDs stay unique, dated late); let them finish or end them (pg_terminate_backend): the first catch-up after that keeps the state up with the clock again (SELECT * FROM %s.snowflake_older_transactions() lists them)\n",
-				plural(len(rep.OlderLeft), "transaction", "transactions"), *waitOlder, olderList(rep.OlderLeft), pgident.Quote(rep.Schema))
-		}
 	}
 	if err == nil && rep.IDMakersOK {
 		printIDMakers(stdout, c.stderr, "install", rep.Schema, rep.IDMakers)
@@ -267,13 +246,4 @@ func idMakersLine(roles []string) string {
 		return "the owner alone"
 	}
 	return "the owner and " + strings.Join(roles, ", ")
-}
-
-// olderList names transactions for a message.
-func olderList(list []install.OlderTransaction) string {
-	names := make([]string, len(list))
-	for i, o := range list {
-		names[i] = o.String()
-	}
-	return strings.Join(names, ", ")
 }

@@ -22,7 +22,7 @@ const Latest = 8
 // had an older release's script run over it. (snowflake_node_bits(),
 // which snowflake_set_node() writes, keeps the comment release 1 gave
 // it.)
-var MarkedFunctions = slices.Concat(markedFunctions2, LeaseFunctionNames, RegistryFunctionNames, LocalIDFunctionNames, Release8FunctionNames)
+var MarkedFunctions = slices.Concat(markedFunctions2, LeaseFunctionNames, RegistryFunctionNames, LocalIDFunctionNames, GrantFunctionNames)
 
 // RegistryFunctionNames are the functions release 4 added for its node
 // registry.
@@ -35,12 +35,10 @@ var RegistryFunctionNames = []string{"snowflake_nodes_held"}
 // for a text body).
 var LocalIDFunctionNames = []string{"snowflake_next_id_local"}
 
-// Release8FunctionNames are the functions release 8 added: the owner's
+// GrantFunctionNames are the functions release 8 added: the owner's
 // snowflake_grant(role) and snowflake_revoke(role), which give ID-making
-// to a role and take it back (from release 8 PUBLIC has none), and
-// snowflake_older_transactions(), the transactions an upgrade from
-// release 1 to 6 waits for before the catch-up moves the state again.
-var Release8FunctionNames = []string{"snowflake_grant", "snowflake_revoke", "snowflake_older_transactions"}
+// to a role and take it back (from release 8 PUBLIC has none).
+var GrantFunctionNames = []string{"snowflake_grant", "snowflake_revoke"}
 
 // PrivateSchemaSuffix ends the name of the schema where release 4 and
 // later keep what no role but the owner may reach (the lease table); see
@@ -116,7 +114,7 @@ var KnownFunctions = []string{
 	// Release 7.
 	"snowflake_next_id_local()",
 	// Release 8.
-	"snowflake_grant(pg_catalog.regrole)", "snowflake_revoke(pg_catalog.regrole)", "snowflake_older_transactions()",
+	"snowflake_grant(pg_catalog.regrole)", "snowflake_revoke(pg_catalog.regrole)",
 }
 
 // VersionTable is the table, in sfgen's schema, where install records

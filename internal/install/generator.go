@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -44,10 +43,6 @@ type Options struct {
 	// ID-making to after the install, with snowflake_grant(): from
 	// release 8 no role but the owner makes IDs until it is granted.
 	Grants []string
-	// WaitOlder is how long, after an upgrade from release 1 to 6, to
-	// wait for the transactions in progress when it committed to end
-	// (Report.OlderFound, OlderLeft); 0 looks once and does not wait.
-	WaitOlder time.Duration
 }
 
 // A Node is a node asked for; a nil field is not asked for.
@@ -85,14 +80,8 @@ type Report struct {
 	// the install (catalog.IDMakers), ok false where it could not tell.
 	IDMakers   []string
 	IDMakersOK bool
-	// OlderFound are the transactions in progress when an upgrade from
-	// release 1 to 6 committed, as first found after it; OlderLeft those
-	// still running when Options.WaitOlder ran out. Until none is left the
-	// catch-up moves the state by nextval() alone: IDs stay unique, dated
-	// late.
-	OlderFound, OlderLeft []OlderTransaction
-	Generator             Change // what became of snowflake_next_id()
-	Library               string // the native library Generator names
+	Generator  Change // what became of snowflake_next_id()
+	Library    string // the native library Generator names
 }
 
 // Errors Run returns, wrapped in a *StepError.

@@ -585,11 +585,6 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 	}
 	if s, err := catalog.ParseSchema(res.Schema); err == nil {
 		rep.IDMakers, rep.IDMakersOK, _ = catalog.IDMakers(ctx, catalog.DB(db), s)
-		if len(res.Applied) > 0 {
-			if rep.OlderFound, rep.OlderLeft, err = waitOlder(ctx, db, s, o.WaitOlder); err != nil {
-				return rep, err
-			}
-		}
 	}
 	return rep, nil
 }

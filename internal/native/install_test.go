@@ -288,26 +288,11 @@ func protocol(t *testing.T, release int) []string {
 // signature and privileges, and every read and write of the sequences and
 // the turn (the guard read before the state, the guard at 0 while a
 // catch-up moves the state, the turn's row lock). An error path that ends
-// a wait that could not end (release 8's SF205) is not the protocol, nor
-// release 8's gate after an upgrade from release 1 to 6, which moves
-// nothing while it lasts (the lines that name snowflake_older_code, and
-// the IF gated branch): the C code calls this function for its slow
-// path, gate and all.
+// a wait that could not end (release 8's SF205) is not the protocol.
 func slowPathSkeleton(part string) string {
 	var keep []string
-	inGated := false
 	for _, line := range strings.Split(part, "\n") {
 		line = strings.TrimSpace(line)
-		switch {
-		case line == "IF gated THEN":
-			inGated = true
-			continue
-		case inGated && line == "ELSE":
-			inGated = false
-			continue
-		case inGated || strings.Contains(line, "snowflake_older_code"):
-			continue
-		}
 		for _, mark := range []string{"CREATE OR REPLACE FUNCTION", "RETURNS", "SECURITY DEFINER", "SET search_path",
 			"CONSTANT pg_catalog.regclass", "pg_sequence_last_value(", "nextval(", "setval(", "FOR UPDATE SKIP LOCKED"} {
 			if strings.Contains(line, mark) {

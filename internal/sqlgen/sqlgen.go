@@ -358,7 +358,7 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 	}
 	// Names new since release 3 are sfgen's only with their release's
 	// marker.
-	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames, catalog.Release8FunctionNames)
+	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames, catalog.GrantFunctionNames)
 	d.PrivateName = catalog.PrivateSchema(schema)
 	d.Private = pgident.Quote(d.PrivateName)
 	if goose {
