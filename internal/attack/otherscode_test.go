@@ -8,7 +8,9 @@ import (
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/convert"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -153,5 +155,74 @@ func TestAuditRunsNoOtherRolesCode(t *testing.T) {
 	_, err = audit.Run(ctx, adb, audit.Options{Schema: "m", Table: "ids", Column: "id", Layout: snowflake.Twitter()})
 	if err == nil || !strings.Contains(err.Error(), "row-level security") {
 		t.Errorf("an audit the policy applies to = %v; want the read refused (row security off), not the policy run", err)
+	}
+}
+
+// TestInspectRunsNoOtherRolesCode: role mallory, which may create schemas,
+// installs sfgen into a schema of its own and replaces the functions that
+// say its release, layout and node with ones that make mallory a
+// superuser when a superuser calls them (and still answer as before). The
+// plant works (the control: a superuser's call escalates). catalog.Inspect,
+// which sfgen install, node, verify and sfgenpg.Check start with, reads
+// the release, layout and node as a superuser and leaves mallory as it
+// was: it calls none of them.
+func TestInspectRunsNoOtherRolesCode(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	mallory := e.role("mallory")
+	var db string
+	if err := e.db.QueryRowContext(ctx, "SELECT current_database()").Scan(&db); err != nil {
+		t.Fatal(err)
+	}
+	e.exec("GRANT CREATE ON DATABASE " + pgident.Quote(db) + " TO " + mallory)
+	s := e.connect(mallory)
+	script, err := releaseScript(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "m", Datacenter: 1, Machine: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.exec(t, script)
+	escalate := `IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE ` + mallory + ` SUPERUSER';
+    END IF;`
+	s.exec(t, `CREATE OR REPLACE FUNCTION m.snowflake_layout() RETURNS text LANGUAGE plpgsql AS $$
+BEGIN
+    `+escalate+`
+    RETURN 'epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12';
+END $$`)
+	s.exec(t, `CREATE OR REPLACE FUNCTION m.snowflake_release() RETURNS integer LANGUAGE plpgsql AS $$
+BEGIN
+    `+escalate+`
+    RETURN 8;
+END $$`)
+	s.exec(t, `CREATE OR REPLACE FUNCTION m.snowflake_node(OUT datacenter_id integer, OUT machine_id integer) LANGUAGE plpgsql AS $$
+BEGIN
+    `+escalate+`
+    datacenter_id := 1;
+    machine_id := 2;
+END $$`)
+
+	// The control.
+	tx, err := e.db.BeginTx(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	escalated := false
+	if _, err := tx.ExecContext(ctx, "SELECT m.snowflake_release()"); err != nil {
+		t.Fatalf("the control's call: %v", err)
+	}
+	tx.QueryRowContext(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated)
+	tx.Rollback()
+	if !escalated {
+		t.Fatal("the control: a superuser's call of m.snowflake_release() did not make mallory a superuser, so this test cannot tell")
+	}
+
+	schema, err := catalog.ParseSchema("m")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := catalog.Inspect(ctx, catalog.DB(e.db), schema)
+	t.Logf("Inspect as the superuser: release %d, layout %s, node %s, error %v", in.Release, in.Layout, in.Node, err)
+	if e.isSuperuser(mallory) {
+		t.Errorf("catalog.Inspect as a superuser ran mallory's code: mallory is a superuser now")
 	}
 }
