@@ -44,12 +44,21 @@ type InstallOptions struct {
 	// has sfgen already, Install keeps its node: a Node that is not that
 	// node is an error naming `sfgen node`, which moves it.
 	Node *Node
+	// Grants are the roles (names as they are, no case folding) given
+	// ID-making after the install, with the schema's snowflake_grant():
+	// from SQL release 8 only the owner of sfgen's objects (the role
+	// Install connects as) and the roles it grants it to can make IDs,
+	// with snowflake_next_id() as a column default or called. A role that
+	// does not exist, or PUBLIC, is an error before anything changes. A
+	// granted role is trusted not to call nextval() on the state by hand
+	// (docs/security.md, "Who makes IDs").
+	Grants []string
 }
 
 // options returns what o asks of package install.
 func (o InstallOptions) options() install.Options {
 	so := sqlgen.Options{Schema: o.Schema, Layout: o.Layout, UnsetNode: o.Node == nil}
-	opts := install.Options{SQL: so}
+	opts := install.Options{SQL: so, Grants: o.Grants}
 	if o.Node != nil {
 		dc, m := o.Node.Datacenter, o.Node.Machine
 		opts.SQL.Datacenter, opts.SQL.Machine = dc, m

@@ -306,3 +306,38 @@ func TestPgxpoolRoute(t *testing.T) {
 		t.Errorf("search_path of a pooled session after Install: %q, %v", path, err)
 	}
 }
+
+// TestInstallGrants: InstallOptions.Grants gives ID-making to a role,
+// whose insert through the default then works (it fails before); a role
+// that does not exist is an error and installs nothing.
+func TestInstallGrants(t *testing.T) {
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	db := openDB(t, dsn)
+	app, appDSN := pgtest.LoginRole(t, dsn, "grants_app", "")
+	o := sfgenpg.InstallOptions{Schema: "ids", Layout: sfgen.Twitter(), Node: &sfgenpg.Node{Datacenter: 1, Machine: 1}}
+	bad := o
+	bad.Grants = []string{"no_such_role_here"}
+	if _, err := sfgenpg.Install(ctx, db, bad); err == nil || !strings.Contains(err.Error(), "no_such_role_here") {
+		t.Fatalf("Install granting a role that does not exist: %v; want an error naming it", err)
+	}
+	var exists bool
+	if err := db.QueryRowContext(ctx, "SELECT EXISTS (SELECT FROM pg_catalog.pg_namespace WHERE nspname = 'ids')").Scan(&exists); err != nil || exists {
+		t.Fatalf("a refused Install left schema ids: %v %v", exists, err)
+	}
+	if _, err := sfgenpg.Install(ctx, db, o); err != nil {
+		t.Fatal(err)
+	}
+	execAll(t, db, "CREATE TABLE public.g (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id(), v int)", "GRANT INSERT ON public.g TO "+app)
+	appDB := openDB(t, appDSN)
+	if _, err := appDB.ExecContext(ctx, "INSERT INTO public.g (v) VALUES (1)"); err == nil {
+		t.Fatalf("%s inserted through the default without ID-making", app)
+	}
+	o.Grants = []string{app}
+	if _, err := sfgenpg.Install(ctx, db, o); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appDB.ExecContext(ctx, "INSERT INTO public.g (v) VALUES (2)"); err != nil {
+		t.Fatalf("%s inserts after Install with Grants: %v", app, err)
+	}
+}

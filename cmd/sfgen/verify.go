@@ -40,6 +40,11 @@ default), checks, and removes it. The report names the layout checked.
 Exit status: 0 when both sides agree on every input, 1 on any mismatch or
 when the check cannot run, 2 on bad usage.
 
+It calls sfgen's functions as the role that owns them: connected as
+another role, it runs as the owner (SET ROLE, said on stderr) where the
+connecting role can act as it, and refuses otherwise, so that no role's
+code runs with privileges it lacks (docs/security.md).
+
 Examples:
   sfgen verify
   sfgen verify --count 1000000
@@ -86,6 +91,12 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if err != nil {
 		return c.connectError(err)
 	}
+	owned, err := c.poolAsOwner(ctx, pool, dsn, *schema)
+	if err != nil {
+		pool.Close()
+		return c.fail("%s", redactErr(err, dsn))
+	}
+	pool = owned
 	defer pool.Close()
 	if !c.nativeCheck(ctx, dsn, *schema) {
 		return exitFail
