@@ -188,7 +188,7 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if rep.NodeUnset {
 		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", rep.Schema)
 	}
-	if err == nil && rep.IDMakersOK {
+	if err == nil && rep.IDMakersOK && (len(rep.Applied) > 0 || len(grants) > 0 || len(rep.IDMakers) > 0) {
 		printIDMakers(stdout, c.stderr, "install", rep.Schema, rep.IDMakers)
 	}
 	if citus != "" {
@@ -225,8 +225,12 @@ func (c *cli) installError(err error, dsn string) int {
 }
 
 // printIDMakers says who besides the owner may make IDs in schema: one
-// line on stdout, and on stderr a warning when that is every role.
+// line on stdout (install always; other commands when a role besides the
+// owner holds it), and on stderr a warning when that is every role.
 func printIDMakers(stdout, stderr io.Writer, command, schema string, roles []string) {
+	if len(roles) == 0 && command != "install" {
+		return // the owner alone: node says who holds it only when others do
+	}
 	line := idMakersLine(roles)
 	if len(roles) == 0 && command == "install" {
 		line += fmt.Sprintf(" (other roles that insert need it: --grant ROLE, or SELECT %s.snowflake_grant('ROLE'))", pgident.Quote(schema))

@@ -185,8 +185,10 @@ func TestNodeSaysTheRelease(t *testing.T) {
 		t.Fatal(err)
 	}
 	code, out, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", schema)
-	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1, layout twitter)\n" ||
-		!strings.Contains(errOut, fmt.Sprintf("is at sfgen release 1, older than this sfgen's release %d", sqlgen.Latest)) {
+	// Release 1 gave every role ID-making: node says so, and warns.
+	if code != 0 || out != "datacenter 1, machine 2 (schema "+schema+", sfgen release 1, layout twitter)\nID-making: the owner and PUBLIC\n" ||
+		!strings.Contains(errOut, fmt.Sprintf("is at sfgen release 1, older than this sfgen's release %d", sqlgen.Latest)) ||
+		!strings.Contains(errOut, "every role (PUBLIC) may make IDs") {
 		t.Errorf("node on release 1 = %d, %q, %q", code, out, errOut)
 	}
 }

@@ -24,6 +24,7 @@ import (
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -128,6 +129,7 @@ func TestInstallWithoutNode(t *testing.T) {
 	var want strings.Builder
 	fmt.Fprintf(&want, "applied %s\n", sqlgen.MigrationName(sqlgen.Latest))
 	fmt.Fprintf(&want, "schema %s is at sfgen release %d\n", schema, sqlgen.Latest)
+	fmt.Fprintf(&want, "ID-making: the owner alone (other roles that insert need it: --grant ROLE, or SELECT %s.snowflake_grant('ROLE'))\n", pgident.Quote(schema))
 	if code != 0 || out != want.String() {
 		t.Fatalf("install without node flags: exit %d, %q, %q; want 0 and\n%s", code, out, errOut, want.String())
 	}
@@ -180,7 +182,7 @@ func TestInstallNodeFromSettings(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	_, schema := testSchema(t, dsn)
 	code, out, errOut := sfgen(t, "install", "--dsn", withNodeSettings(t, dsn, 4, 5), "--schema", schema)
-	if code != 0 || errOut != "" || !strings.HasSuffix(out, fmt.Sprintf("schema %s is at sfgen release %d\n", schema, sqlgen.Latest)) {
+	if code != 0 || errOut != "" || !strings.Contains(out, fmt.Sprintf("schema %s is at sfgen release %d\n", schema, sqlgen.Latest)) {
 		t.Fatalf("install with the node settings: exit %d, %q, %q; want 0 and no warning", code, out, errOut)
 	}
 	if code, out, _ := nodeOf(t, dsn, schema); code != 0 || !strings.HasPrefix(out, "datacenter 4, machine 5 (") {
