@@ -31,7 +31,11 @@ func (c *cli) poolAsOwner(ctx context.Context, pool *pgxpool.Pool, dsn, schema s
 	}
 	var me string
 	var canAct bool
-	if err := pool.QueryRow(ctx, "SELECT CURRENT_USER::pg_catalog.text, pg_catalog.pg_has_role($1::pg_catalog.text::pg_catalog.regrole, 'MEMBER')", in.Owner).Scan(&me, &canAct); err != nil {
+	// SET ROLE needs membership with the SET option from PostgreSQL 16
+	// on (there is no such option before; membership is enough).
+	if err := pool.QueryRow(ctx, `SELECT CURRENT_USER::pg_catalog.text,
+		pg_catalog.pg_has_role($1::pg_catalog.text::pg_catalog.regrole,
+			CASE WHEN pg_catalog.current_setting('server_version_num')::integer OPERATOR(pg_catalog.>=) 160000 THEN 'SET' ELSE 'MEMBER' END)`, in.Owner).Scan(&me, &canAct); err != nil {
 		return nil, err
 	}
 	if me == in.Owner {
