@@ -109,8 +109,15 @@ func runNode(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		datacenter: c.intVar(snowflake.FieldDatacenter.String(), "", 0, 0, math.MaxInt32),
 		machine:    c.intVar(snowflake.FieldMachine.String(), "", 0, 0, math.MaxInt32),
 	}
-	for _, fld := range []snowflake.Field{snowflake.FieldDatacenter, snowflake.FieldMachine} {
+	for _, f := range []struct {
+		fld  snowflake.Field
+		flag *intFlag
+	}{{snowflake.FieldDatacenter, node.datacenter}, {snowflake.FieldMachine, node.machine}} {
+		fld := f.fld
 		c.fs.Lookup(fld.String()).Usage = fmt.Sprintf("set the %s to `N` (in the range of the schema's layout: 0 to %d in Twitter's and Discord's)", fld, snowflake.Twitter().Max(fld))
+		f.flag.outOfRange = func(v string) string {
+			return fmt.Sprintf("%s %s out of range: a node's %s is 0 or more, up to what the schema's layout allows (%d in Twitter's and Discord's), which is checked once the schema is read", fld, v, fld, snowflake.Twitter().Max(fld))
+		}
 	}
 	if code, done := c.parseFlags(args); done {
 		return code
