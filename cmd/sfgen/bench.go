@@ -80,6 +80,10 @@ trailing () is allowed. The bench sessions' search_path is pg_catalog,
 pg_temp, so an unqualified FUNC is found only there: qualify a function of
 any other schema (public.f, not f).
 
+It calls sfgen's functions as the role that owns them: connected as
+another role, it runs as the owner (SET ROLE, said on stderr) where the
+connecting role can act as it, and refuses otherwise (docs/security.md).
+
 Examples:
   sfgen bench
   sfgen bench --clients 1 --duration 10s
@@ -174,6 +178,18 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		if code, ok := c.checkLayout(ctx, conn, dsn, *schema, lf.layout); !ok {
 			return code
+		}
+	}
+	{
+		conn, err := pre.get(ctx, dsn)
+		if err != nil {
+			return c.connectError(err)
+		}
+		if cfg.Role, err = ownerToActAs(ctx, catalog.PGX(conn), *schema); err != nil {
+			return c.fail("%s", redactErr(err, dsn))
+		}
+		if cfg.Role != "" {
+			c.actingAs(cfg.Role, *schema)
 		}
 	}
 	pre.close()

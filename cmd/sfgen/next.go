@@ -11,6 +11,8 @@ import (
 	"time"
 
 	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/sfgenpg"
 )
@@ -49,6 +51,10 @@ than a second ahead of the database's clock (an earlier holder's clock ran
 ahead, and no other node was free): its IDs are then dated that far ahead.
 --dsn does not go with --datacenter, --machine or --layout (the schema's
 layout is used).
+
+It calls sfgen's functions as the role that owns them: connected as
+another role, it runs as the owner (SET ROLE, said on stderr) where the
+connecting role can act as it, and refuses otherwise (docs/security.md).
 
 Examples:
   sfgen next
@@ -191,6 +197,19 @@ func (c *cli) takeLease(ctx context.Context, dsn, schema string, ttl time.Durati
 	db, err := openDB(ctx, dsn)
 	if err != nil {
 		return leased{}, c.connectError(err), false
+	}
+	// The lease functions are their owner's: call them as the owner.
+	role, err := ownerToActAs(ctx, catalog.DB(db), schema)
+	if err != nil {
+		db.Close()
+		return leased{}, c.fail("%s", redactErr(err, dsn)), false
+	}
+	if role != "" {
+		db.Close()
+		if db, err = connect.OpenDBAs(ctx, dsn, role); err != nil {
+			return leased{}, c.connectError(err), false
+		}
+		c.actingAs(role, schema)
 	}
 	lease, err := sfgenpg.TakeLease(ctx, db, sfgenpg.LeaseOptions{Schema: schema, TTL: ttl})
 	if err != nil {

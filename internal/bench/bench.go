@@ -122,7 +122,11 @@ const realisticNote = "sfgen bench, realistic profile: a hundred bytes of text i
 
 // Config says what to measure.
 type Config struct {
-	DSN      string        // the database; snowflake_next_id() must be installed in Schema
+	DSN string // the database; snowflake_next_id() must be installed in Schema
+	// Role, when not "", is the role every session acts as (SET ROLE):
+	// the owner of Schema's sfgen functions, where the connecting role is
+	// another, so that their code runs with no privileges its owner lacks.
+	Role     string
 	Schema   string        // where snowflake_next_id() is, and where the scratch tables go; "" means public
 	Clients  int           // concurrent connections; 0 means DefaultClients
 	Duration time.Duration // measured time per variant, split over the rounds; 0 means DefaultDuration
@@ -813,6 +817,13 @@ func openPool(ctx context.Context, cfg Config) (*pgxpool.Pool, error) {
 	pcfg.MaxConns = int32(cfg.Clients + 1)
 	pcfg.MinConns = 0
 	pcfg.ConnConfig.RuntimeParams["synchronous_commit"] = cfg.SynchronousCommit
+	if cfg.Role != "" {
+		setRole := "SET ROLE " + pgident.Quote(cfg.Role)
+		pcfg.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, setRole)
+			return err
+		}
+	}
 	pool, err := connect.NewPool(ctx, pcfg, cfg.DSN)
 	if err != nil {
 		return nil, fmt.Errorf("connect: %w", err)

@@ -33,6 +33,8 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
+
+	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 // SearchPath is the search_path of every connection this package opens:
@@ -158,6 +160,26 @@ func ConnectConfig(ctx context.Context, cfg *pgx.ConnConfig, dsn string) (*pgx.C
 // returns), dsn the one it came from, whose password errors leave out.
 func OpenDBConfig(ctx context.Context, cfg *pgx.ConnConfig, dsn string) (*sql.DB, error) {
 	db := stdlib.OpenDB(*cfg)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, redacted(err, dsn)
+	}
+	return db, nil
+}
+
+// OpenDBAs is OpenDB with every session acting as role (SET ROLE): for
+// a command that calls functions role owns, so that their code runs with
+// no privileges role lacks.
+func OpenDBAs(ctx context.Context, dsn, role string) (*sql.DB, error) {
+	cfg, err := Config(dsn)
+	if err != nil {
+		return nil, err
+	}
+	setRole := "SET ROLE " + pgident.Quote(role)
+	db := stdlib.OpenDB(*cfg, stdlib.OptionAfterConnect(func(ctx context.Context, conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, setRole)
+		return err
+	}))
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
 		return nil, redacted(err, dsn)
