@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
 	"database/sql"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
@@ -48,5 +52,61 @@ func TestInstallRepairsAnOlderScript(t *testing.T) {
 	}
 	if code, out, _ := sfgen(t, "install", "--dsn", dsn); code != 0 || !strings.HasPrefix(out, "nothing to apply") {
 		t.Errorf("install again = %d, %q; want nothing to apply", code, out)
+	}
+}
+
+// TestInstallWarnsOfOutlivingStatements: an upgrade from release 6 while
+// a session's transaction is taking IDs warns, naming that session (a
+// statement of release 6 that outlives the upgrade can be handed IDs
+// already handed out); from release 7, whose expression is release 8's,
+// it does not.
+func TestInstallWarnsOfOutlivingStatements(t *testing.T) {
+	ctx := context.Background()
+	for _, from := range []int{6, 7} {
+		t.Run(fmt.Sprintf("from%d", from), func(t *testing.T) {
+			dsn := pgtest.DSN(t)
+			conn, schema := testSchema(t, dsn)
+			script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 1, Machine: 1}, from)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, string(script)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "CREATE TABLE "+schema+".t (id bigint PRIMARY KEY DEFAULT "+schema+".snowflake_next_id())"); err != nil {
+				t.Fatal(err)
+			}
+			taker, err := pgx.Connect(ctx, dsn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer taker.Close(ctx)
+			var pid int
+			if err := taker.QueryRow(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid); err != nil {
+				t.Fatal(err)
+			}
+			if from <= 6 {
+				// Release 6's catch-up would hold its table lock to the end
+				// of the taker's transaction, which the upgrade waits for:
+				// keep it on the fast path, as a guard an hour ahead does.
+				if _, err := conn.Exec(ctx, "SELECT pg_catalog.setval('"+schema+".snowflake_catch_up_guard', (floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 3600000))"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := taker.Exec(ctx, "BEGIN; INSERT INTO "+schema+".t DEFAULT VALUES"); err != nil {
+				t.Fatal(err)
+			}
+			defer taker.Exec(ctx, "ROLLBACK")
+			code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema)
+			warned := strings.Contains(errOut, "warning:") && strings.Contains(errOut, fmt.Sprintf("pid %d", pid))
+			switch {
+			case code != exitOK:
+				t.Fatalf("install: exit %d, %s", code, errOut)
+			case from <= 6 && !warned:
+				t.Errorf("upgrade from release %d with pid %d taking IDs: stderr %q; want a warning naming it", from, pid, errOut)
+			case from > 6 && warned:
+				t.Errorf("upgrade from release %d: stderr %q; want no warning", from, errOut)
+			}
+		})
 	}
 }

@@ -572,11 +572,20 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 	if err := checkGrants(ctx, db, o.Grants); err != nil {
 		return nil, err
 	}
+	from := 0
+	if in, err := inspect(ctx, db, o.SQL.Schema); err == nil {
+		from = in.Release
+	}
 	res, err := apply(ctx, db, o.SQL, o.Node)
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Result: res}
+	rep := &Report{Result: res, From: from}
+	if from >= 1 && from <= LastReleaseWithOwnGuard && len(res.Applied) > 0 {
+		if s, err := catalog.ParseSchema(res.Schema); err == nil {
+			rep.Outliving, _ = statesTakers(ctx, db, s)
+		}
+	}
 	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
 		rep.NodeUnset = true
 	}
