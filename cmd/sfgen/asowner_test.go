@@ -19,42 +19,16 @@ import (
 // a role that cannot act as mallory is refused, naming both roles.
 func TestVerifyRunsNoOtherRolesCode(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	mallory, malloryDSN := pgtest.LoginRole(t, dsn, "mallory", "")
-	other, otherDSN := pgtest.LoginRole(t, dsn, "other", "")
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "GRANT CREATE ON DATABASE "+pgident.Quote(admin.Config().Database)+" TO "+mallory); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errOut := sfgen(t, "install", "--dsn", malloryDSN, "--schema", "m", "--datacenter", "1", "--machine", "1"); code != exitOK {
-		t.Fatalf("install as mallory: exit %d, %s", code, errOut)
-	}
-	m, err := pgx.Connect(ctx, malloryDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(ctx)
+	o := othersInstall(t)
+	dsn, admin, mallory, m, other, otherDSN := o.dsn, o.admin, o.mallory, o.m, o.other, o.otherDSN
 	if _, err := m.Exec(ctx, `CREATE OR REPLACE FUNCTION m.snowflake_timestamp(id bigint) RETURNS timestamptz LANGUAGE plpgsql AS $$
 BEGIN
     IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
         EXECUTE 'ALTER ROLE `+mallory+` SUPERUSER';
     END IF;
     RETURN pg_catalog.to_timestamp(((id >> 22) + 1288834974657) / 1000.0);
-END $$; GRANT USAGE ON SCHEMA m TO PUBLIC`); err != nil {
+END $$`); err != nil {
 		t.Fatal(err)
-	}
-	isSuper := func(q interface {
-		QueryRow(context.Context, string, ...any) pgx.Row
-	}) bool {
-		var super bool
-		if err := q.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&super); err != nil {
-			t.Fatal(err)
-		}
-		return super
 	}
 	// The control.
 	tx, err := admin.Begin(ctx)
@@ -64,14 +38,17 @@ END $$; GRANT USAGE ON SCHEMA m TO PUBLIC`); err != nil {
 	if _, err := tx.Exec(ctx, "SELECT m.snowflake_timestamp(4194439168)"); err != nil {
 		t.Fatal(err)
 	}
-	escalated := isSuper(tx)
+	var escalated bool
+	if err := tx.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated); err != nil {
+		t.Fatal(err)
+	}
 	tx.Rollback(ctx)
 	if !escalated {
 		t.Fatal("the control: a superuser's call did not escalate, so this test cannot tell")
 	}
 
 	code, _, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", "m", "--count", "20")
-	if isSuper(admin) {
+	if isSuperuser(t, admin, mallory) {
 		t.Errorf("sfgen verify as a superuser ran mallory's snowflake_timestamp(): mallory is a superuser now (exit %d, %s)", code, errOut)
 	}
 	if !strings.Contains(errOut, "SET ROLE") || !strings.Contains(errOut, mallory) {
@@ -89,43 +66,19 @@ END $$; GRANT USAGE ON SCHEMA m TO PUBLIC`); err != nil {
 // her a superuser when a superuser calls it.
 func TestBenchRunsNoOtherRolesCode(t *testing.T) {
 	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	mallory, malloryDSN := pgtest.LoginRole(t, dsn, "mallory", "")
-	_, otherDSN := pgtest.LoginRole(t, dsn, "other", "")
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "GRANT CREATE ON DATABASE "+pgident.Quote(admin.Config().Database)+" TO "+mallory); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errOut := sfgen(t, "install", "--dsn", malloryDSN, "--schema", "m", "--datacenter", "1", "--machine", "1"); code != exitOK {
-		t.Fatalf("install as mallory: exit %d, %s", code, errOut)
-	}
-	m, err := pgx.Connect(ctx, malloryDSN)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Close(ctx)
+	o := othersInstall(t)
+	dsn, admin, mallory, m, otherDSN := o.dsn, o.admin, o.mallory, o.m, o.otherDSN
 	if _, err := m.Exec(ctx, `CREATE SEQUENCE m.mal; CREATE OR REPLACE FUNCTION m.snowflake_next_id() RETURNS bigint LANGUAGE plpgsql AS $$
 BEGIN
     IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
         EXECUTE 'ALTER ROLE `+mallory+` SUPERUSER';
     END IF;
     RETURN pg_catalog.nextval('m.mal') + 4194439168;
-END $$; GRANT USAGE ON SCHEMA m TO PUBLIC`); err != nil {
+END $$`); err != nil {
 		t.Fatal(err)
 	}
-	isSuper := func() bool {
-		var super bool
-		if err := admin.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&super); err != nil {
-			t.Fatal(err)
-		}
-		return super
-	}
 	code, _, errOut := sfgen(t, "bench", "--dsn", dsn, "--schema", "m", "--clients", "1", "--duration", "200ms", "--statement-rows", "0")
-	if isSuper() {
+	if isSuperuser(t, admin, mallory) {
 		t.Errorf("sfgen bench as a superuser ran mallory's snowflake_next_id(): mallory is a superuser now (exit %d, %s)", code, errOut)
 	}
 	if !strings.Contains(errOut, "SET ROLE") || !strings.Contains(errOut, mallory) {
@@ -142,24 +95,8 @@ END $$; GRANT USAGE ON SCHEMA m TO PUBLIC`); err != nil {
 // mallory (SET ROLE, said on stderr) and leases; a role that cannot act
 // as mallory is refused before it calls any.
 func TestNextLeasesAsTheOwner(t *testing.T) {
-	ctx := context.Background()
-	dsn := pgtest.DSN(t)
-	mallory, malloryDSN := pgtest.LoginRole(t, dsn, "mallory", "")
-	_, otherDSN := pgtest.LoginRole(t, dsn, "other", "")
-	admin, err := pgx.Connect(ctx, dsn)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer admin.Close(ctx)
-	if _, err := admin.Exec(ctx, "GRANT CREATE ON DATABASE "+pgident.Quote(admin.Config().Database)+" TO "+mallory); err != nil {
-		t.Fatal(err)
-	}
-	if code, _, errOut := sfgen(t, "install", "--dsn", malloryDSN, "--schema", "m", "--datacenter", "1", "--machine", "1"); code != exitOK {
-		t.Fatalf("install as mallory: exit %d, %s", code, errOut)
-	}
-	if _, err := admin.Exec(ctx, "GRANT USAGE ON SCHEMA m TO PUBLIC"); err != nil {
-		t.Fatal(err)
-	}
+	o := othersInstall(t)
+	dsn, mallory, otherDSN := o.dsn, o.mallory, o.otherDSN
 	code, out, errOut := sfgen(t, "next", "--dsn", dsn, "--schema", "m", "--count", "2")
 	if code != exitOK || strings.Count(out, "\n") != 2 || !strings.Contains(errOut, "SET ROLE") || !strings.Contains(errOut, mallory) {
 		t.Errorf("next as a superuser on mallory's schema: exit %d, %q, %q; want two IDs, leased as %s", code, out, errOut, mallory)
@@ -168,4 +105,51 @@ func TestNextLeasesAsTheOwner(t *testing.T) {
 	if code != exitFail || out != "" || !strings.Contains(errOut, "cannot act as it") {
 		t.Errorf("next as a role that cannot act as %s: exit %d, %q, %q; want 1 and the refusal", mallory, code, out, errOut)
 	}
+}
+
+// An othersDB is a database where role mallory (which may create schemas
+// there) has installed sfgen into schema m, which every role may use.
+type othersDB struct {
+	dsn, mallory, other, otherDSN string
+	admin, m                      *pgx.Conn // the superuser's and mallory's
+}
+
+// othersInstall makes an othersDB; other is a login role that cannot act
+// as mallory.
+func othersInstall(t *testing.T) othersDB {
+	t.Helper()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+	mallory, malloryDSN := pgtest.LoginRole(t, dsn, "mallory", "")
+	other, otherDSN := pgtest.LoginRole(t, dsn, "other", "")
+	admin, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { admin.Close(context.Background()) })
+	if _, err := admin.Exec(ctx, "GRANT CREATE ON DATABASE "+pgident.Quote(admin.Config().Database)+" TO "+mallory); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := sfgen(t, "install", "--dsn", malloryDSN, "--schema", "m", "--datacenter", "1", "--machine", "1"); code != exitOK {
+		t.Fatalf("install as mallory: exit %d, %s", code, errOut)
+	}
+	m, err := pgx.Connect(ctx, malloryDSN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Close(context.Background()) })
+	if _, err := m.Exec(ctx, "GRANT USAGE ON SCHEMA m TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
+	return othersDB{dsn: dsn, mallory: mallory, other: other, otherDSN: otherDSN, admin: admin, m: m}
+}
+
+// isSuperuser tells whether role is a superuser now, read on q.
+func isSuperuser(t *testing.T, q *pgx.Conn, role string) bool {
+	t.Helper()
+	var super bool
+	if err := q.QueryRow(context.Background(), "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", role).Scan(&super); err != nil {
+		t.Fatal(err)
+	}
+	return super
 }
