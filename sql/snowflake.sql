@@ -1847,12 +1847,42 @@ DECLARE
     from_release CONSTANT integer := COALESCE(pg_catalog.current_setting('sfgen.from_release', true), '0')::integer;
     me pg_catalog.oid := (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER);
     makers pg_catalog.oid[];
-    names pg_catalog.text;
+    grantees pg_catalog.text[];
 BEGIN
     IF from_release OPERATOR(pg_catalog.>=) 8 THEN
         RETURN;
     END IF;
-    grantee_sql := 'PUBLIC';
+    IF from_release OPERATOR(pg_catalog.>) 0 THEN
+        WITH defaults AS (
+            SELECT DISTINCT d.adrelid AS rel
+            FROM pg_catalog.pg_depend dep
+            JOIN pg_catalog.pg_attrdef d ON d.oid OPERATOR(pg_catalog.=) dep.objid
+            WHERE dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
+                AND dep.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+                AND dep.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[
+                    pg_catalog.to_regprocedure('"public".snowflake_next_id()'),
+                    pg_catalog.to_regprocedure('"public".snowflake_next_id_local()')]::pg_catalog.oid[])
+        ), holders AS (
+            SELECT c.relowner AS role FROM pg_catalog.pg_class c JOIN defaults ON defaults.rel OPERATOR(pg_catalog.=) c.oid
+            UNION
+            SELECT a.grantee FROM pg_catalog.pg_class c JOIN defaults ON defaults.rel OPERATOR(pg_catalog.=) c.oid,
+                LATERAL pg_catalog.aclexplode(c.relacl) a
+            WHERE a.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['INSERT', 'UPDATE'])
+            UNION
+            SELECT a.grantee FROM pg_catalog.pg_attribute att JOIN defaults ON defaults.rel OPERATOR(pg_catalog.=) att.attrelid,
+                LATERAL pg_catalog.aclexplode(att.attacl) a
+            WHERE a.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['INSERT', 'UPDATE'])
+        )
+        SELECT pg_catalog.array_agg(h.role ORDER BY h.role) INTO makers FROM holders h
+        WHERE h.role OPERATOR(pg_catalog.<>) me
+            AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) h.role AND r.rolsuper);
+    END IF;
+    -- Every role, where PUBLIC may insert through such a default (it keeps
+    -- what it has, and is given the rest); else the roles found, by name.
+    IF 0::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (COALESCE(makers, '{}')) THEN
+        grantees := ARRAY['PUBLIC'];
+    ELSE
+        grantee_sql := 'PUBLIC';
 EXECUTE pg_catalog.format('REVOKE USAGE ON SEQUENCE %s.snowflake_state FROM %s', '"public"', grantee_sql);
         EXECUTE pg_catalog.format('REVOKE SELECT ON SEQUENCE %s.snowflake_caught_up, %s.snowflake_catch_up_guard, %s.snowflake_state_guard FROM %s',
             '"public"', '"public"', '"public"', grantee_sql);
@@ -1861,54 +1891,13 @@ EXECUTE pg_catalog.format('REVOKE USAGE ON SEQUENCE %s.snowflake_state FROM %s',
         IF pg_catalog.to_regprocedure('"public".snowflake_next_id_c(integer)') IS NOT NULL THEN
             EXECUTE pg_catalog.format('REVOKE EXECUTE ON FUNCTION %s.snowflake_next_id_c(integer) FROM %s', '"public"', grantee_sql);
         END IF;
-    IF from_release OPERATOR(pg_catalog.=) 0 THEN
+        grantees := ARRAY(SELECT m::pg_catalog.regrole::pg_catalog.text FROM pg_catalog.unnest(makers) m
+            ORDER BY m::pg_catalog.regrole::pg_catalog.text);
+    END IF;
+    IF COALESCE(pg_catalog.cardinality(grantees), 0) OPERATOR(pg_catalog.=) 0 THEN
         RETURN;
     END IF;
-    WITH defaults AS (
-        SELECT DISTINCT d.adrelid AS rel
-        FROM pg_catalog.pg_depend dep
-        JOIN pg_catalog.pg_attrdef d ON d.oid OPERATOR(pg_catalog.=) dep.objid
-        WHERE dep.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass
-            AND dep.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-            AND dep.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[
-                pg_catalog.to_regprocedure('"public".snowflake_next_id()'),
-                pg_catalog.to_regprocedure('"public".snowflake_next_id_local()')]::pg_catalog.oid[])
-    ), holders AS (
-        SELECT c.relowner AS role FROM pg_catalog.pg_class c JOIN defaults ON defaults.rel OPERATOR(pg_catalog.=) c.oid
-        UNION
-        SELECT a.grantee FROM pg_catalog.pg_class c JOIN defaults ON defaults.rel OPERATOR(pg_catalog.=) c.oid,
-            LATERAL pg_catalog.aclexplode(c.relacl) a
-        WHERE a.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['INSERT', 'UPDATE'])
-        UNION
-        SELECT a.grantee FROM pg_catalog.pg_attribute att JOIN defaults ON defaults.rel OPERATOR(pg_catalog.=) att.attrelid,
-            LATERAL pg_catalog.aclexplode(att.attacl) a
-        WHERE a.privilege_type OPERATOR(pg_catalog.=) ANY (ARRAY['INSERT', 'UPDATE'])
-    )
-    SELECT pg_catalog.array_agg(h.role ORDER BY h.role) INTO makers FROM holders h
-    WHERE h.role OPERATOR(pg_catalog.<>) me
-        AND NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) h.role AND r.rolsuper);
-    IF makers IS NULL THEN
-        RETURN;
-    END IF;
-    IF 0::pg_catalog.oid OPERATOR(pg_catalog.=) ANY (makers) THEN
-        grantee_sql := 'PUBLIC';
-EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE %s.snowflake_state TO %s', '"public"', grantee_sql);
-        EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s.snowflake_caught_up, %s.snowflake_catch_up_guard, %s.snowflake_state_guard TO %s',
-            '"public"', '"public"', '"public"', grantee_sql);
-        EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.snowflake_next_id(), %s.snowflake_next_id_local(), %s.snowflake_next_state(), %s.snowflake_next_id_slow() TO %s',
-            '"public"', '"public"', '"public"', '"public"', grantee_sql);
-        IF pg_catalog.to_regprocedure('"public".snowflake_next_id_c(integer)') IS NOT NULL THEN
-            EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.snowflake_next_id_c(integer) TO %s', '"public"', grantee_sql);
-        END IF;
-        RAISE WARNING USING
-            MESSAGE = pg_catalog.format('sfgen: every role (PUBLIC) may insert into a table whose default calls %s.snowflake_next_id(), so every role keeps ID-making, and with it the power to make IDs repeat by calling nextval() on %s.snowflake_state by hand',
-                'public', 'public'),
-            HINT = pg_catalog.format('Revoke INSERT and UPDATE on those tables from PUBLIC, grant them and ID-making to the roles that insert (SELECT %s.snowflake_grant(''role'')), then REVOKE ID-making from PUBLIC as docs/security.md shows.',
-                'public');
-        RETURN;
-    END IF;
-    FOR i IN 1 .. pg_catalog.array_length(makers, 1) LOOP
-        grantee_sql := makers[i]::pg_catalog.regrole::pg_catalog.text;
+    FOREACH grantee_sql IN ARRAY grantees LOOP
 EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE %s.snowflake_state TO %s', '"public"', grantee_sql);
         EXECUTE pg_catalog.format('GRANT SELECT ON SEQUENCE %s.snowflake_caught_up, %s.snowflake_catch_up_guard, %s.snowflake_state_guard TO %s',
             '"public"', '"public"', '"public"', grantee_sql);
@@ -1918,13 +1907,19 @@ EXECUTE pg_catalog.format('GRANT USAGE ON SEQUENCE %s.snowflake_state TO %s', '"
             EXECUTE pg_catalog.format('GRANT EXECUTE ON FUNCTION %s.snowflake_next_id_c(integer) TO %s', '"public"', grantee_sql);
         END IF;
     END LOOP;
-    SELECT pg_catalog.string_agg(m::pg_catalog.regrole::pg_catalog.text, ', ' ORDER BY m::pg_catalog.regrole::pg_catalog.text) INTO names
-    FROM pg_catalog.unnest(makers) m;
-    RAISE NOTICE USING
-        MESSAGE = pg_catalog.format('sfgen: release 8 makes IDs in schema %s only for the roles granted it; granted to %s, which may insert into tables whose defaults call it',
-            'public', names),
-        HINT = pg_catalog.format('A role that calls %s.snowflake_next_id() outside those defaults needs it too: SELECT %s.snowflake_grant(''role'').',
-            'public', 'public');
+    IF grantees OPERATOR(pg_catalog.=) ARRAY['PUBLIC'] THEN
+        RAISE WARNING USING
+            MESSAGE = pg_catalog.format('sfgen: every role (PUBLIC) may insert into a table whose default calls %s.snowflake_next_id(), so every role keeps ID-making, and with it the power to make IDs repeat by calling nextval() on %s.snowflake_state by hand',
+                'public', 'public'),
+            HINT = pg_catalog.format('Revoke INSERT and UPDATE on those tables from PUBLIC, grant them and ID-making to the roles that insert (SELECT %s.snowflake_grant(''role'')), then REVOKE ID-making from PUBLIC as docs/security.md shows.',
+                'public');
+    ELSE
+        RAISE NOTICE USING
+            MESSAGE = pg_catalog.format('sfgen: release 8 makes IDs in schema %s only for the roles granted it; granted to %s, which may insert into tables whose defaults call it',
+                'public', pg_catalog.array_to_string(grantees, ', ')),
+            HINT = pg_catalog.format('A role that calls %s.snowflake_next_id() outside those defaults needs it too: SELECT %s.snowflake_grant(''role'').',
+                'public', 'public');
+    END IF;
 END
 $do$;
 
