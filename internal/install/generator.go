@@ -86,7 +86,7 @@ type Report struct {
 	// LastReleaseWithOwnGuard, the sessions whose transactions were
 	// taking IDs as it committed: a statement of theirs planned before it
 	// runs on with the older release's code (docs/releases.md).
-	Outliving []OlderTransaction
+	Outliving []IDTaker
 	Generator Change // what became of snowflake_next_id()
 	Library   string // the native library Generator names
 }

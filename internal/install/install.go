@@ -583,7 +583,7 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 	rep := &Report{Result: res, From: from}
 	if from >= 1 && from <= LastReleaseWithOwnGuard && len(res.Applied) > 0 {
 		if s, err := catalog.ParseSchema(res.Schema); err == nil {
-			rep.Outliving, _ = statesTakers(ctx, db, s)
+			rep.Outliving, _ = idTakers(ctx, db, s)
 		}
 	}
 	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {

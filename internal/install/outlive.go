@@ -16,11 +16,11 @@ import (
 // IDs already handed out (docs/releases.md).
 const LastReleaseWithOwnGuard = 6
 
-// statesTakers lists the backends, but this one, whose transactions hold
+// idTakers lists the backends, but this one, whose transactions hold
 // a lock on schema's state sequence: those that have taken values from it
 // (nextval() keeps its lock to the transaction's end). It reads pg_locks
 // and pg_stat_activity, which every role may.
-func statesTakers(ctx context.Context, db *sql.DB, schema catalog.Schema) ([]OlderTransaction, error) {
+func idTakers(ctx context.Context, db *sql.DB, schema catalog.Schema) ([]IDTaker, error) {
 	rows, err := db.QueryContext(ctx, `SELECT DISTINCT l.pid, COALESCE(a.usename::pg_catalog.text, '')
 		FROM pg_catalog.pg_locks l
 		LEFT JOIN pg_catalog.pg_stat_activity a ON a.pid OPERATOR(pg_catalog.=) l.pid
@@ -32,9 +32,9 @@ func statesTakers(ctx context.Context, db *sql.DB, schema catalog.Schema) ([]Old
 		return nil, fmt.Errorf("list the sessions taking IDs: %w", err)
 	}
 	defer rows.Close()
-	var list []OlderTransaction
+	var list []IDTaker
 	for rows.Next() {
-		var o OlderTransaction
+		var o IDTaker
 		if err := rows.Scan(&o.PID, &o.Role); err != nil {
 			return nil, err
 		}
@@ -43,14 +43,15 @@ func statesTakers(ctx context.Context, db *sql.DB, schema catalog.Schema) ([]Old
 	return list, rows.Err()
 }
 
-// An OlderTransaction is a session whose transaction was taking IDs when
-// an upgrade from a release with a guard of its own committed.
-type OlderTransaction struct {
+// An IDTaker is a session whose transaction was taking IDs (it held a
+// lock on the state) when an upgrade from a release with a guard of its
+// own committed.
+type IDTaker struct {
 	PID  int
 	Role string // its session's role, where the installing role may see it
 }
 
-func (o OlderTransaction) String() string {
+func (o IDTaker) String() string {
 	if o.Role == "" {
 		return fmt.Sprintf("pid %d", o.PID)
 	}
