@@ -5,10 +5,12 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
-	"github.com/sfgen/sfgen/internal/pgident"
 	"strings"
 	"text/template"
+
+	"github.com/sfgen/sfgen/internal/pgident"
 
 	snowflake "github.com/sfgen/sfgen"
 )
@@ -179,20 +181,50 @@ var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.
 // is not one whose functions sfgen calls: Inspect then calls none and
 // returns what the catalog said with an *UntrustedError
 // (errors.Is(err, ErrUntrusted)).
+//
+// An install that commits while Inspect reads can leave a statement's
+// snapshot and the latest catalog (which name look-ups read) apart, so
+// that one answer mixes two states: Inspect then reads again, a few
+// times, and returns an error matching ErrCatalogChanged if the catalog
+// kept changing (or q is a transaction whose snapshot is older than the
+// catalog: repeatable read or serializable).
 func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	if schema.IsZero() {
 		return Installed{}, fmt.Errorf("inspect: no schema given")
 	}
+	for range inspectAttempts {
+		in, changed, err := inspectOnce(ctx, q, schema)
+		if !changed {
+			return in, err
+		}
+	}
+	return Installed{}, fmt.Errorf("schema %s: %w while it was read %d times (an install or another change committing; if this runs in a repeatable-read transaction, inspect before it takes its snapshot)", schema, ErrCatalogChanged, inspectAttempts)
+}
+
+// ErrCatalogChanged is returned by Inspect when sfgen's functions in the
+// schema kept changing while it read them.
+var ErrCatalogChanged = errors.New("sfgen's functions changed")
+
+// inspectAttempts is how many times Inspect reads a schema whose catalog
+// changes under it: an install commits a few times, each once.
+const inspectAttempts = 5
+
+// inspectOnce is one read of Inspect; changed reports that the catalog
+// changed under one of its statements, whose answers are then not used.
+func inspectOnce(ctx context.Context, q Querier, schema Schema) (_ Installed, changed bool, _ error) {
 	in := Installed{Schema: schema, functions: map[string]bool{}}
 	functions, err := render("functions", nil)
 	if err != nil {
-		return Installed{}, err
+		return Installed{}, false, err
 	}
 	var have, foreign, writers string
 	var unset bool
 	if err := q.QueryRow(ctx, functions, schema.Name(), inspected, KnownFunctionNames, KnownFunctions, KnownRelations, PrivateSchema(schema.Name())).
-		Scan(&have, &unset, &in.NativeLibrary, &in.Owner, &foreign, &writers); err != nil {
-		return Installed{}, fmt.Errorf("read sfgen's functions in schema %s: %w", schema, err)
+		Scan(&have, &unset, &in.NativeLibrary, &in.Owner, &foreign, &writers, &changed); err != nil {
+		return Installed{}, false, fmt.Errorf("read sfgen's functions in schema %s: %w", schema, err)
+	}
+	if changed {
+		return Installed{}, true, nil
 	}
 	for _, f := range lines(have) {
 		in.functions[f] = true
@@ -201,7 +233,7 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 	if len(in.Foreign) > 0 || len(in.Writers) > 0 {
 		// Calling sfgen's functions here could be ambiguous (an overload
 		// with defaults) or call another role's code: none is called.
-		return in, &UntrustedError{Schema: schema, Owner: in.Owner, Foreign: in.Foreign, Writers: in.Writers}
+		return in, false, &UntrustedError{Schema: schema, Owner: in.Owner, Foreign: in.Foreign, Writers: in.Writers}
 	}
 	switch {
 	case unset:
@@ -210,26 +242,29 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 		in.Node.State = NodeSet
 	}
 	if !in.functions[FuncLayout] && in.Node.State != NodeSet {
-		return in, nil
+		return in, false, nil
 	}
 	reads, err := render("reads", nil)
 	if err != nil {
-		return Installed{}, err
+		return Installed{}, false, err
 	}
 	var spec, stale string
 	var bits int64
-	if err := q.QueryRow(ctx, reads, schema.Name(), MarkedFunctions).Scan(&spec, &in.Release, &stale, &bits); err != nil {
-		return Installed{}, fmt.Errorf("read the sfgen release, layout and node of schema %s: %w", schema, err)
+	if err := q.QueryRow(ctx, reads, schema.Name(), MarkedFunctions).Scan(&spec, &in.Release, &stale, &bits, &changed); err != nil {
+		return Installed{}, false, fmt.Errorf("read the sfgen release, layout and node of schema %s: %w", schema, err)
+	}
+	if changed {
+		return Installed{}, true, nil
 	}
 	in.Stale = lines(stale)
 	if in.functions[FuncLayout] {
 		if in.Layout, err = snowflake.ParseLayout(spec); err != nil {
-			return Installed{}, fmt.Errorf("schema %s: snowflake_layout() returns %q, not a layout this sfgen reads: %w", schema, spec, err)
+			return Installed{}, false, fmt.Errorf("schema %s: snowflake_layout() returns %q, not a layout this sfgen reads: %w", schema, spec, err)
 		}
 	}
 	if in.Node.State == NodeSet {
 		if bits < 0 {
-			return Installed{}, fmt.Errorf("schema %s: snowflake_node_bits() is not the function snowflake_set_node() writes (SELECT n::bigint), so its node cannot be read without calling it; set the node again as the owner: sfgen node --schema %s --datacenter N --machine N", schema, schema)
+			return Installed{}, false, fmt.Errorf("schema %s: snowflake_node_bits() is not the function snowflake_set_node() writes (SELECT n::bigint), so its node cannot be read without calling it; set the node again as the owner: sfgen node --schema %s --datacenter N --machine N", schema, schema)
 		}
 		l := in.Layout
 		if l.IsZero() {
@@ -238,7 +273,7 @@ func Inspect(ctx context.Context, q Querier, schema Schema) (Installed, error) {
 		in.Node.Datacenter = bits >> l.Shift(snowflake.FieldDatacenter) & l.Max(snowflake.FieldDatacenter)
 		in.Node.Machine = bits >> l.Shift(snowflake.FieldMachine) & l.Max(snowflake.FieldMachine)
 	}
-	return in, nil
+	return in, false, nil
 }
 
 // lines splits a newline-separated list; nil for "".

@@ -242,3 +242,74 @@ func TestStatementsQualified(t *testing.T) {
 		}
 	}
 }
+
+// TestInspectWhileAnInstallCommits: an install that drops one of sfgen's
+// functions and makes it again, committing while Inspect's statement
+// runs, does not make that function look like another role's (CI's
+// concurrent first installs hit it by chance: "function 16387 owned by
+// postgres ... which sfgen did not create"). A repeatable-read
+// transaction holds a snapshot from before the commit, as a statement
+// running across it does: a first read there finds the catalog changed,
+// and Inspect reads again (here outside that snapshot); a transaction
+// that keeps it gets ErrCatalogChanged, never a wrong answer.
+func TestInspectWhileAnInstallCommits(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	conn, _ := openDSN(t, dsn)
+	ctx := t.Context()
+	b, err := sqlgen.Script(sqlgen.Options{Schema: "again", Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, string(b)); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"snowflake_release", "snowflake_next_id_local"} {
+		t.Run(name, func(t *testing.T) {
+			old, _ := openDSN(t, dsn)
+			tx, err := old.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if _, err := tx.Exec(ctx, "SELECT 1"); err != nil { // takes the snapshot
+				t.Fatal(err)
+			}
+			fn := "again." + name + "()"
+			var def, comment string
+			if err := conn.QueryRow(ctx, "SELECT pg_get_functiondef($1::regprocedure), format('COMMENT ON FUNCTION %s IS %L', $1, obj_description($1::regprocedure, 'pg_proc'))", fn).Scan(&def, &comment); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(ctx, "BEGIN; DROP FUNCTION "+fn+"; "+def+"; "+comment+"; COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+
+			in, err := catalog.Inspect(ctx, catalog.PGX(tx), schema(t, "again"))
+			if !errors.Is(err, catalog.ErrCatalogChanged) {
+				t.Errorf("Inspect in a snapshot from before the commit = %+v, %v; want ErrCatalogChanged", in, err)
+			}
+			first := &firstFrom{first: catalog.PGX(tx), then: catalog.PGX(conn)}
+			in, err = catalog.Inspect(ctx, first, schema(t, "again"))
+			if err != nil || len(in.Foreign) > 0 || len(in.Stale) > 0 || in.Node.Machine != 2 || in.Release != catalog.Latest {
+				t.Fatalf("Inspect read first in that snapshot = %+v, %v; want node 1/2, release %d, nothing foreign or stale", in, err, catalog.Latest)
+			}
+			if first.calls < 3 {
+				t.Errorf("Inspect ran %d statements; want the first read again", first.calls)
+			}
+		})
+	}
+}
+
+// firstFrom runs its first statement through first, the others through
+// then.
+type firstFrom struct {
+	first, then catalog.Querier
+	calls       int
+}
+
+func (f *firstFrom) QueryRow(ctx context.Context, query string, args ...any) catalog.Row {
+	f.calls++
+	if f.calls == 1 {
+		return f.first.QueryRow(ctx, query, args...)
+	}
+	return f.then.QueryRow(ctx, query, args...)
+}
