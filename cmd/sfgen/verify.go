@@ -165,6 +165,9 @@ func writeVerifyReport(w io.Writer, r *verify.Report, server string, serverNum i
 	fmt.Fprintf(w, "server         PostgreSQL %d: %s\n", pgmajor.Major(serverNum), pgmajor.Status(serverNum))
 	fmt.Fprintf(w, "fixed vectors  %d checked\n", r.Vectors)
 	fmt.Fprintf(w, "random inputs  %d checked: %d valid, %d rejected (seed %d)\n", r.Checked, r.Valid, r.Rejected, r.Seed)
+	if r.Strings > 0 {
+		fmt.Fprintf(w, "string forms   %d calls of snowflake_format and snowflake_parse checked (base32 and base58, malformed strings included)\n", r.Strings)
+	}
 	fmt.Fprintf(w, "throughput     %.0f inputs/s (%s)\n", r.PerSecond, r.Elapsed.Round(time.Millisecond))
 	if g := r.Generator; g != nil {
 		if g.Skipped != "" {

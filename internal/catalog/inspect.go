@@ -28,11 +28,13 @@ const (
 	FuncFirstID   = "snowflake_first_id(timestamptz)"
 	FuncLastID    = "snowflake_last_id(timestamptz)"
 	FuncLeaseTake = "snowflake_lease_take(pg_catalog.text, bigint)"
+	FuncFormat    = "snowflake_format(bigint, pg_catalog.text)"
+	FuncParse     = "snowflake_parse(pg_catalog.text, pg_catalog.text)"
 )
 
 // inspected are the functions Inspect looks for, in one catalog read.
 var inspected = []string{FuncLayout, FuncRelease, FuncNode, FuncNextID, FuncCompose, FuncDecompose,
-	FuncTimestamp, FuncFirstID, FuncLastID, FuncLeaseTake}
+	FuncTimestamp, FuncFirstID, FuncLastID, FuncLeaseTake, FuncFormat, FuncParse}
 
 // A Row is one row of a query's answer: a *sql.Row or a pgx.Row.
 type Row interface{ Scan(dest ...any) error }

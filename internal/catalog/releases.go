@@ -22,7 +22,7 @@ const Latest = 8
 // had an older release's script run over it. (snowflake_node_bits(),
 // which snowflake_set_node() writes, keeps the comment release 1 gave
 // it.)
-var MarkedFunctions = slices.Concat(markedFunctions2, LeaseFunctionNames, RegistryFunctionNames, LocalIDFunctionNames, GrantFunctionNames)
+var MarkedFunctions = slices.Concat(markedFunctions2, LeaseFunctionNames, RegistryFunctionNames, LocalIDFunctionNames, GrantFunctionNames, TextFunctionNames)
 
 // RegistryFunctionNames are the functions release 4 added for its node
 // registry.
@@ -39,6 +39,11 @@ var LocalIDFunctionNames = []string{"snowflake_next_id_local"}
 // snowflake_grant(role) and snowflake_revoke(role), which give ID-making
 // to a role and take it back (from release 8 PUBLIC has none).
 var GrantFunctionNames = []string{"snowflake_grant", "snowflake_revoke"}
+
+// TextFunctionNames are the other functions release 8 added: an ID's
+// string forms, snowflake_format(id, encoding) and snowflake_parse(text,
+// encoding), spelled as Go's ID.Encode and Decode spell them.
+var TextFunctionNames = []string{"snowflake_format", "snowflake_parse"}
 
 // PrivateSchemaSuffix ends the name of the schema where release 4 and
 // later keep what no role but the owner may reach (the lease table); see
@@ -115,6 +120,7 @@ var KnownFunctions = []string{
 	"snowflake_next_id_local()",
 	// Release 8.
 	"snowflake_grant(pg_catalog.regrole)", "snowflake_revoke(pg_catalog.regrole)",
+	"snowflake_format(bigint, pg_catalog.text)", "snowflake_parse(pg_catalog.text, pg_catalog.text)",
 }
 
 // VersionTable is the table, in sfgen's schema, where install records

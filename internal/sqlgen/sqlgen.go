@@ -242,6 +242,9 @@ type templateData struct {
 	Datacenter, Machine                           int64
 	TimestampError, DatacenterError, MachineError string // format() strings for range errors
 	SequenceError, IDError                        string
+	// From release 8: the digits of the ID's string forms, in order, as
+	// Go writes them (snowflake.Base32, snowflake.Base58).
+	Base32Digits, Base58Digits string
 
 	// For snowflake_next_id(), whose state is (unix_ms << SequenceBits) | sequence.
 	NodeSet   bool  // a first install sets the node Datacenter, Machine (else: the session's settings, or unset)
@@ -332,6 +335,8 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 		MachineError:    msg(snowflake.FieldMachine),
 		SequenceError:   msg(snowflake.FieldSequence),
 		IDError:         msg(snowflake.FieldID),
+		Base32Digits:    digits(snowflake.Base32, 32),
+		Base58Digits:    digits(snowflake.Base58, 58),
 
 		NodeSet:       !o.UnsetNode,
 		NodeSpace:     (l.Max(snowflake.FieldDatacenter) + 1) * (l.Max(snowflake.FieldMachine) + 1),
@@ -358,7 +363,7 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 	}
 	// Names new since release 3 are sfgen's only with their release's
 	// marker.
-	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames, catalog.GrantFunctionNames)
+	d.LeaseFunctionNames = slices.Concat(catalog.LeaseFunctionNames, catalog.RegistryFunctionNames, catalog.LocalIDFunctionNames, catalog.GrantFunctionNames, catalog.TextFunctionNames)
 	d.PrivateName = catalog.PrivateSchema(schema)
 	d.Private = pgident.Quote(d.PrivateName)
 	if goose {
@@ -366,6 +371,17 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 		d.StatementEnd = "-- +goose StatementEnd\n"
 	}
 	return d, nil
+}
+
+// digits are the first n digits of encoding e, in order, as Go writes
+// the IDs 0 to n-1 (their last character).
+func digits(e snowflake.Encoding, n int) string {
+	var b strings.Builder
+	for i := range n {
+		s, _ := snowflake.ID(i).Encode(e)
+		b.WriteByte(s[len(s)-1])
+	}
+	return b.String()
 }
 
 func render(o Options, name string, goose bool) ([]byte, error) {

@@ -85,7 +85,7 @@ func (c *checker) prepare(ctx context.Context, conn *pgxpool.Conn) error {
 	if done {
 		return nil
 	}
-	if _, err := conn.Exec(ctx, catalog.CitusLocalDDL(false)+";\n"+fmt.Sprintf(helpers, c.schema)); err != nil {
+	if _, err := conn.Exec(ctx, catalog.CitusLocalDDL(false)+";\n"+fmt.Sprintf(helpers+stringHelpers, c.schema)); err != nil {
 		return fmt.Errorf("create temporary helper functions: %w", err)
 	}
 	c.mu.Lock()

@@ -96,7 +96,7 @@ func TestDatabaseAgreesWithGo(t *testing.T) {
 		times += min(8192, *countFlag-done) / timesPerInput
 	}
 	if rep.Checked != *countFlag || rep.Valid == 0 || rep.Rejected == 0 || rep.Vectors == 0 ||
-		rep.TimeVectors != len(TimeVectors(snowflake.Twitter())) || rep.Times != times {
+		rep.TimeVectors != len(TimeVectors(snowflake.Twitter())) || rep.Times != times || rep.Strings < 2*rep.Checked {
 		t.Errorf("report %+v does not cover the inputs asked for (want %d random times)", rep, times)
 	}
 	if !rep.OK() {
@@ -154,6 +154,13 @@ func TestDetectsBrokenSQL(t *testing.T) {
 		{"first_id's limit one too high", "IF ms OPERATOR(pg_catalog.>) 3487858230208 THEN", "IF ms OPERATOR(pg_catalog.>) 3487858230209 THEN", "snowflake_first_id"},
 		{"last_id's limit one too low", "IF ms OPERATOR(pg_catalog.<) 1288834974657 THEN", "IF ms OPERATOR(pg_catalog.<) 1288834974656 THEN", "snowflake_last_id"},
 		{"last_id's largest ID one short", "RETURN 9223372036854775807;", "RETURN 9223372036854775806;", "snowflake_last_id"},
+		// The string forms (release 8).
+		{"base32 digits out of order", "'0123456789ABCDEFGHJKMNPQRSTVWXYZ'", "'0123456789ABCDEFGHJKMNPQRSTVWXZY'", "snowflake_format"},
+		{"base32 reads o as something else", "'abcdefghjkmnpqrstvwxyziloILO'", "'abcdefghjkmnpqrstvwxyzilxILO'", "snowflake_parse"},
+		{"base58 takes a leading zero digit", "len OPERATOR(pg_catalog.>) 1 AND pg_catalog.substr(s, 1, 1)", "len OPERATOR(pg_catalog.>) 2 AND pg_catalog.substr(s, 1, 1)", "snowflake_parse"},
+		{"base58 overflow bound off by one", "IF id OPERATOR(pg_catalog.>) ((9223372036854775807", "IF id OPERATOR(pg_catalog.>) ((9223372036854775806", "snowflake_parse"},
+		{"a long input quoted whole", "IF len OPERATOR(pg_catalog.>) 32 THEN", "IF len OPERATOR(pg_catalog.>) 320 THEN", "snowflake_parse"},
+		{"the input quoted for the bad character", "src := bad;", "src := s;", "snowflake_parse"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pool, schema := database(t)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -54,7 +55,8 @@ type Report struct {
 	Checked     int           `json:"checked"`      // random inputs checked
 	Valid       int           `json:"valid"`        // inputs Go composed (then decomposed and dated)
 	Rejected    int           `json:"rejected"`     // inputs Go rejected: out-of-range fields and negative IDs
-	Mismatches  int           `json:"mismatches"`   // calls on which the two sides differ, times included
+	Strings     int           `json:"strings"`      // calls of snowflake_format and snowflake_parse checked (release 8 on), not counted in Checked
+	Mismatches  int           `json:"mismatches"`   // calls on which the two sides differ, times and strings included
 	Examples    []Mismatch    `json:"examples"`     // the first mismatches, in full
 	Elapsed     time.Duration `json:"elapsed_ns"`
 	PerSecond   float64       `json:"inputs_per_second"` // random inputs checked per second
@@ -129,7 +131,7 @@ func Run(ctx context.Context, pool *pgxpool.Pool, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &checker{o: o, schema: schema.Quoted(), prepared: map[*pgconn.PgConn]bool{},
+	c := &checker{o: o, schema: schema.Quoted(), prepared: map[*pgconn.PgConn]bool{}, strings: in.Has(catalog.FuncFormat),
 		rep: &Report{Schema: schema.Name(), Layout: o.Layout.String(), Seed: o.Seed, Release: in.Release, LatestRelease: sqlgen.Latest, Stale: in.Stale, IDMakers: makers}}
 	start := time.Now()
 	if err := c.checkVectors(ctx, pool); err != nil {
@@ -295,11 +297,13 @@ type checker struct {
 	mu       sync.Mutex
 	rep      *Report
 	prepared map[*pgconn.PgConn]bool // sessions that have the helpers
+	strings  bool                    // the schema has the string forms (release 8 on)
 }
 
 type batchResult struct {
 	checked, valid, rejected, mismatches int
 	times                                int // random times checked
+	strings                              int // string calls checked
 	examples                             []Mismatch
 }
 
@@ -312,6 +316,7 @@ func (c *checker) merge(r *batchResult, random bool) {
 		c.rep.Rejected += r.rejected
 		c.rep.Times += r.times
 	}
+	c.rep.Strings += r.strings
 	c.rep.Mismatches += r.mismatches
 	for _, m := range r.examples {
 		if len(c.rep.Examples) < c.o.Keep {
@@ -384,6 +389,15 @@ func (c *checker) batch(ctx context.Context, conn *pgxpool.Conn, b int, inputs [
 	}
 	if err := c.checkTimes(ctx, conn, times, mismatch); err != nil {
 		return nil, err
+	}
+	if c.strings {
+		// A stream of its own, so that a seed gives the inputs it gave
+		// before the string forms were checked.
+		calls := goStringCalls(rand.New(rand.NewPCG(c.o.Seed^stringsStream, uint64(b))), validIDs, negatives)
+		if err := c.checkStrings(ctx, conn, calls, mismatch); err != nil {
+			return nil, err
+		}
+		res.strings = len(calls)
 	}
 	return res, nil
 }
