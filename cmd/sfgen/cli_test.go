@@ -40,12 +40,42 @@ timestamp   00000000000000000000000000000001111101000  1288834975657 ms = 2010-1
 datacenter  00001                                      1
 machine     00001                                      1
 sequence    000000000000                               0
+base32      0000003X04400
+base58      7Pebdh
 `
 	if out != want {
 		t.Errorf("stdout =\n%s\nwant\n%s", out, want)
 	}
 	if strings.Contains(out, "\x1b[") {
 		t.Error("colour written to a non-terminal")
+	}
+}
+
+// TestIDForms: --format prints the ID alone in a form, --from reads one,
+// and base32 of 13 characters is read without it.
+func TestIDForms(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		code      int
+		out, errs string
+	}{
+		{[]string{"compose", "--timestamp", "1288834975657", "--datacenter", "1", "--machine", "1", "--format", "base32"}, 0, "0000003X04400\n", ""},
+		{[]string{"compose", "--timestamp", "1288834975657", "--datacenter", "1", "--machine", "1", "--format", "base58"}, 0, "7Pebdh\n", ""},
+		{[]string{"decompose", "0000003x04400", "--format", "decimal"}, 0, "4194439168\n", ""},
+		{[]string{"decompose", "--from", "base58", "7Pebdh", "--format", "base32"}, 0, "0000003X04400\n", ""},
+		{[]string{"decompose", "--from", "base32", "0000000000001", "--format", "decimal"}, 0, "1\n", ""},
+		{[]string{"decompose", "0000000000001", "--format", "decimal"}, 0, "1\n", ""}, // decimal, which is the same here
+		{[]string{"decompose", "23", "--from", "base58", "--format", "decimal"}, 0, "60\n", ""},
+		{[]string{"decompose", "7Pebdh"}, 2, "", "sfgen decompose: id \"7Pebdh\" is not a decimal integer\n"},
+		{[]string{"decompose", "12", "--from", "base58"}, 2, "", "sfgen decompose: invalid base58 ID \"12\": a leading \"1\" (the zero digit)\n"},
+		{[]string{"decompose", "1", "--from", "hex"}, 2, "", "sfgen decompose: --from: unknown ID form \"hex\": want decimal, base32, base58\n"},
+		{[]string{"decompose", "1", "--format", "hex"}, 2, "", "sfgen decompose: --format: unknown ID form \"hex\": want decimal, base32, base58\n"},
+		{[]string{"compose", "--json", "--format", "base32"}, 2, "", "sfgen compose: --format and --json: choose one (the JSON has every form)\n"},
+	} {
+		code, out, errs := sfgen(t, tc.args...)
+		if code != tc.code || out != tc.out || errs != tc.errs {
+			t.Errorf("sfgen %q = %d, %q, %q; want %d, %q, %q", tc.args, code, out, errs, tc.code, tc.out, tc.errs)
+		}
 	}
 }
 
@@ -70,13 +100,13 @@ func TestJSON(t *testing.T) {
 		{"decompose", "--json", "4194439168"},
 	} {
 		code, out, errOut := sfgen(t, args...)
-		want := `{"id":"4194439168","timestamp_ms":1288834975657,"time":"2010-11-04T01:42:55.657Z","datacenter_id":1,"machine_id":1,"sequence":0,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"
+		want := `{"id":"4194439168","base32":"0000003X04400","base58":"7Pebdh","timestamp_ms":1288834975657,"time":"2010-11-04T01:42:55.657Z","datacenter_id":1,"machine_id":1,"sequence":0,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"
 		if code != 0 || out != want || errOut != "" {
 			t.Errorf("sfgen %v = %d, %q, %q; want 0, %q", args, code, out, errOut, want)
 		}
 	}
 	code, out, _ := sfgen(t, "decompose", "9223372036854775807", "--json")
-	if want := `{"id":"9223372036854775807","timestamp_ms":3487858230208,"time":"2080-07-10T17:30:30.208Z","datacenter_id":31,"machine_id":31,"sequence":4095,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; code != 0 || out != want {
+	if want := `{"id":"9223372036854775807","base32":"7ZZZZZZZZZZZZ","base58":"NQm6nKp8qFC","timestamp_ms":3487858230208,"time":"2080-07-10T17:30:30.208Z","datacenter_id":31,"machine_id":31,"sequence":4095,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; code != 0 || out != want {
 		t.Errorf("decompose max = %d, %q", code, out)
 	}
 }
@@ -100,7 +130,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"compose", "--bogus"}, "sfgen compose: unknown flag --bogus; see 'sfgen compose --help'"},
 		{[]string{"compose", "--timestamp"}, "sfgen compose: flag needs an argument: --timestamp; see 'sfgen compose --help'"},
 		{[]string{"compose", "extra"}, `sfgen compose: unexpected argument "extra"; compose takes only flags`},
-		{[]string{"decompose"}, "sfgen decompose: missing ID; want a decimal integer in [0, 9223372036854775807]"},
+		{[]string{"decompose"}, "sfgen decompose: missing ID; want a decimal integer in [0, 9223372036854775807] or a base32 ID (13 characters)"},
 		{[]string{"decompose", "-5"}, "sfgen decompose: id -5 out of range [0, 9223372036854775807]"},
 		{[]string{"decompose", "abc"}, `sfgen decompose: id "abc" is not a decimal integer`},
 		{[]string{"decompose", "9223372036854775808"}, `sfgen decompose: id "9223372036854775808" is larger than 9223372036854775807`},

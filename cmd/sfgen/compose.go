@@ -12,7 +12,7 @@ import (
 )
 
 const composeHelp = `
-sfgen compose [--layout NAME|SPEC] [--timestamp MS|TIME] [--datacenter N] [--machine N] [--sequence N] [--json]
+sfgen compose [--layout NAME|SPEC] [--timestamp MS|TIME] [--datacenter N] [--machine N] [--sequence N] [--json | --format FORM]
 
 Builds one Snowflake ID in the layout (Twitter's unless --layout says
 otherwise) and shows its bits. --timestamp is Unix milliseconds or an
@@ -22,10 +22,14 @@ here and everywhere in sfgen are decimal, with an optional sign and
 leading zeros allowed. An omitted --timestamp means now; omitted
 --datacenter, --machine and --sequence mean 0. The ranges of the fields
 are the layout's: 'sfgen compose --layout L --help' shows them.
+--format prints the ID alone in decimal, base32 (Crockford's, 13
+characters, which sort as the IDs do) or base58, as the SQL function
+snowflake_format() writes it.
 
 Examples:
   sfgen compose --timestamp 1288834975657 --datacenter 1 --machine 1 --sequence 0
   sfgen compose --datacenter 3 --json
+  sfgen compose --datacenter 3 --format base32
   sfgen compose --timestamp 2023-11-14T22:13:20Z --machine 7
   sfgen compose --layout discord --timestamp 1462015105796 --datacenter 1 --sequence 7
   sfgen compose --layout "epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12" --machine 63
@@ -43,6 +47,7 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	m := c.fieldVar(l, snowflake.FieldMachine, "machine (worker) `N`", "")
 	seq := c.fieldVar(l, snowflake.FieldSequence, "sequence `N`", "")
 	asJSON := c.fs.Bool("json", false, "print one JSON object instead of the breakdown")
+	format := c.fs.String("format", "", "print only the ID, in `FORM`: decimal, base32 or base58")
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -54,7 +59,7 @@ func runCompose(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err != nil {
 		return c.usageError("%v", err)
 	}
-	return printID(c, l, id, *asJSON)
+	return printIDAs(c, l, id, *asJSON, *format)
 }
 
 // idJSON is the JSON form of one ID, shared by compose, decompose, next
@@ -68,6 +73,29 @@ func newIDJSON(l snowflake.Layout, id snowflake.ID, p snowflake.Parts) idJSON {
 
 // timeFormat is RFC 3339 in UTC with exactly three fractional digits.
 const timeFormat = idkit.TimeFormat
+
+// printIDAs is printID, or with form (one of idkit.Forms) the ID alone in
+// that form.
+func printIDAs(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool, form string) int {
+	if form == "" {
+		return printID(c, l, id, asJSON)
+	}
+	if err := idkit.CheckForm(form); err != nil {
+		return c.usageError("--format: %v", err)
+	}
+	if asJSON {
+		return c.usageError("--format and --json: choose one (the JSON has every form)")
+	}
+	if _, err := l.Decompose(id); err != nil {
+		return c.usageError("%v", err)
+	}
+	s, err := idkit.FormatID(id, form)
+	if err != nil {
+		return c.usageError("%v", err)
+	}
+	fmt.Fprintln(c.stdout, s)
+	return exitOK
+}
 
 func printID(c *cli, l snowflake.Layout, id snowflake.ID, asJSON bool) int {
 	p, err := l.Decompose(id)
@@ -113,6 +141,7 @@ func writeBreakdown(w io.Writer, l snowflake.Layout, id snowflake.ID, p snowflak
 		}
 		fmt.Fprintln(w)
 	}
+	fmt.Fprintf(w, "%-11s %s\n%-11s %s\n", snowflake.Base32, id.Base32(), snowflake.Base58, id.Base58())
 }
 
 // segmentColors are the ANSI colours of the sign, timestamp, datacenter,

@@ -76,7 +76,7 @@ func TestLayoutFlagErrors(t *testing.T) {
 // outside Twitter's is accepted, and help gives the chosen layout's ranges.
 func TestLayoutFlagRanges(t *testing.T) {
 	code, out, errOut := sfgen(t, "compose", "--layout", customSpec, "--timestamp", "1600000000000", "--datacenter", "15", "--machine", "63", "--json")
-	want := `{"id":"4190208","timestamp_ms":1600000000000,"time":"2020-09-13T12:26:40.000Z","datacenter_id":15,"machine_id":63,"sequence":0,"layout":"` + customSpec + `"}` + "\n"
+	want := `{"id":"4190208","base32":"000000003ZW00","base58":"NUby","timestamp_ms":1600000000000,"time":"2020-09-13T12:26:40.000Z","datacenter_id":15,"machine_id":63,"sequence":0,"layout":"` + customSpec + `"}` + "\n"
 	if code != 0 || out != want || errOut != "" {
 		t.Errorf("compose in the custom layout = %d, %q, %q; want 0, %q", code, out, errOut, want)
 	}
@@ -113,7 +113,7 @@ func TestDecomposeDiscord(t *testing.T) {
 		{"compose", "--layout", "discord", "--timestamp", "1462015105796", "--datacenter", "1", "--sequence", "7", "--json"},
 	} {
 		code, out, errOut := sfgen(t, args...)
-		want := `{"id":"175928847299117063","timestamp_ms":1462015105796,"time":"2016-04-30T11:18:25.796Z","datacenter_id":1,"machine_id":0,"sequence":7,"layout":"` + discordSpec + `"}` + "\n"
+		want := `{"id":"175928847299117063","base32":"04W86BB0G4007","base58":"QgmVVkniES","timestamp_ms":1462015105796,"time":"2016-04-30T11:18:25.796Z","datacenter_id":1,"machine_id":0,"sequence":7,"layout":"` + discordSpec + `"}` + "\n"
 		if code != 0 || out != want || errOut != "" {
 			t.Errorf("sfgen %q = %d, %q, %q; want 0, %q", args, code, out, errOut, want)
 		}

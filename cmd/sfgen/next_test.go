@@ -89,7 +89,7 @@ func TestNextJSON(t *testing.T) {
 		}
 		// The same shape, in the same order, as compose and decompose.
 		p, _ := snowflake.Decompose(got.ID)
-		want, _ := json.Marshal(idJSON{got.ID, p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence, snowflake.Twitter()})
+		want, _ := json.Marshal(idJSON{got.ID, got.ID.Base32(), got.ID.Base58(), p.Timestamp, p.Time().Format(timeFormat), p.Datacenter, p.Machine, p.Sequence, snowflake.Twitter()})
 		if line != string(want) {
 			t.Fatalf("line %s, want %s", line, want)
 		}

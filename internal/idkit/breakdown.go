@@ -7,6 +7,8 @@ import "github.com/sfgen/sfgen"
 // the API of "sfgen serve" write, so that all of them write the same bytes.
 type Breakdown struct {
 	ID          sfgen.ID `json:"id"`
+	Base32      string   `json:"base32"` // the ID's string forms (sfgen.ID.Base32, Base58)
+	Base58      string   `json:"base58"`
 	TimestampMS int64    `json:"timestamp_ms"`
 	Time        string   `json:"time"`
 	Datacenter  int64    `json:"datacenter_id"`
@@ -18,7 +20,7 @@ type Breakdown struct {
 
 // NewBreakdown returns the JSON form of id, whose parts in layout l are p.
 func NewBreakdown(l sfgen.Layout, id sfgen.ID, p sfgen.Parts) Breakdown {
-	return Breakdown{id, p.Timestamp, p.Time().Format(TimeFormat), p.Datacenter, p.Machine, p.Sequence, l}
+	return Breakdown{id, id.Base32(), id.Base58(), p.Timestamp, p.Time().Format(TimeFormat), p.Datacenter, p.Machine, p.Sequence, l}
 }
 
 // TimeFormat is RFC 3339 in UTC with exactly three fractional digits, the

@@ -131,12 +131,27 @@ func compose(l snowflake.Layout, c composition, now time.Time) (snowflake.ID, er
 // maxID is the largest ID, as text.
 const maxID = "9223372036854775807"
 
-// parseID reads the ID s as "sfgen decompose" reads its argument.
-func parseID(s string) (snowflake.ID, error) {
-	if s == "" {
-		return 0, &InputError{"id", "", "missing ID; want a decimal integer in [0, " + maxID + "]", nil}
+// checkForm checks the form parameter of the API's decompose.
+func checkForm(form string) error {
+	if form == "" {
+		return nil
 	}
-	id, err := snowflake.ParseID(s)
+	if err := idkit.CheckForm(form); err != nil {
+		return &InputError{"form", form, err.Error(), err}
+	}
+	return nil
+}
+
+// parseID reads the ID s written in form (idkit.Forms; "" for decimal
+// or base32) as "sfgen decompose" reads its argument.
+func parseID(s, form string) (snowflake.ID, error) {
+	if s == "" {
+		return 0, &InputError{"id", "", idkit.MissingID, nil}
+	}
+	if err := checkForm(form); err != nil {
+		return 0, err
+	}
+	id, err := idkit.ReadID(s, form)
 	if err != nil {
 		return 0, &InputError{"id", s, err.Error(), err}
 	}

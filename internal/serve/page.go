@@ -44,6 +44,8 @@ type fieldView struct {
 // resultView is one ID, its segments and its bits.
 type resultView struct {
 	ID       string
+	Base32   string // the ID's string forms
+	Base58   string
 	Time     string // UTC
 	Segments []segmentView
 	Bits     []bitView // 64, bit 63 first
@@ -113,13 +115,13 @@ func (s *server) view(q url.Values) (pageView, int) {
 		v.Fields = append(v.Fields, fv)
 	}
 	v.Decode = fieldView{Name: "id", Label: "Snowflake ID", InputMode: "numeric",
-		Hint: "a decimal integer, 0 to " + maxID, Value: strings.TrimSpace(q.Get("id"))}
+		Hint: "a decimal integer, 0 to " + maxID + "; or base32 (13 characters) or base58", Value: strings.TrimSpace(q.Get("id"))}
 
 	var id snowflake.ID
 	var err error
 	if q.Has("id") {
 		v.Mode = "decode"
-		id, err = parseID(v.Decode.Value)
+		id, err = parseID(v.Decode.Value, "")
 	} else {
 		var c composition
 		for i := range composeFields {
@@ -174,7 +176,7 @@ func (s *server) view(q url.Values) (pageView, int) {
 
 // result describes id, whose parts in layout l are p.
 func result(l snowflake.Layout, id snowflake.ID, p snowflake.Parts, mode string) *resultView {
-	rv := &resultView{ID: id.String(), Time: p.Time().Format(idkit.TimeFormat)}
+	rv := &resultView{ID: id.String(), Base32: id.Base32(), Base58: id.Base58(), Time: p.Time().Format(idkit.TimeFormat)}
 	bit := 63
 	var labels []string
 	for _, seg := range idkit.Segments(l, id) {

@@ -128,7 +128,7 @@ func TestServeLogsAndLimits(t *testing.T) {
 		t.Errorf("headers of %d bytes: status %d, want 431", MaxHeaderBytes+8<<10, res.StatusCode)
 	}
 	lines := strings.Split(strings.TrimSuffix(logw.String(), "\n"), "\n")
-	want := []string{`"GET /api/compose?datacenter=1&timestamp=1288834975657" 200 208 `, `"GET /api/compose?datacenter=32" 400 68 `, `"GET /nope" 404 19 `}
+	want := []string{`"GET /api/compose?datacenter=1&timestamp=1288834975657" 200 251 `, `"GET /api/compose?datacenter=32" 400 68 `, `"GET /nope" 404 19 `}
 	if len(lines) != len(want) {
 		t.Fatalf("access log has %d lines, want %d:\n%s", len(lines), len(want), logw.String())
 	}

@@ -128,12 +128,12 @@ func (s *server) apiCompose(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) apiDecompose(w http.ResponseWriter, r *http.Request) {
-	q, err := apiQuery(r.URL.Path, r.URL.Query(), "id")
+	q, err := apiQuery(r.URL.Path, r.URL.Query(), "id", "form")
 	if err != nil {
 		writeInputError(w, err)
 		return
 	}
-	id, err := parseID(q["id"])
+	id, err := parseID(q["id"], q["form"])
 	if err != nil {
 		writeInputError(w, err)
 		return

@@ -84,8 +84,9 @@ func TestAPIComposeMatchesTheFormula(t *testing.T) {
 			if ct := res.Header.Get("Content-Type"); ct != "application/json; charset=utf-8" {
 				t.Errorf("Content-Type %q", ct)
 			}
-			want := fmt.Sprintf(`{"id":"%d","timestamp_ms":%d,"time":"%s","datacenter_id":%d,"machine_id":%d,"sequence":%d,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}`+"\n",
-				formula(tc.t, tc.dc, tc.m, tc.seq), tc.t, time.UnixMilli(tc.t).UTC().Format("2006-01-02T15:04:05.000Z"), tc.dc, tc.m, tc.seq)
+			id := snowflake.ID(formula(tc.t, tc.dc, tc.m, tc.seq))
+			want := fmt.Sprintf(`{"id":"%d","base32":"%s","base58":"%s","timestamp_ms":%d,"time":"%s","datacenter_id":%d,"machine_id":%d,"sequence":%d,"layout":"epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12"}`+"\n",
+				id, id.Base32(), id.Base58(), tc.t, time.UnixMilli(tc.t).UTC().Format("2006-01-02T15:04:05.000Z"), tc.dc, tc.m, tc.seq)
 			if body != want {
 				t.Errorf("got  %s\nwant %s", body, want)
 			}
@@ -119,12 +120,16 @@ func TestAPIErrors(t *testing.T) {
 		{"/api/compose?timestamp=1&datacenter=32", "timestamp", "timestamp 1 out of range [1288834974657, 3487858230208] (2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z)"}, // the first bad field, as the CLI checks them
 		{"/api/compose?worker=1", "worker", `unknown parameter "worker"; /api/compose takes timestamp, datacenter, machine and sequence`},
 		{"/api/compose?datacenter=1&datacenter=2", "datacenter", "datacenter given 2 times; give it once"},
-		{"/api/decompose", "id", "missing ID; want a decimal integer in [0, 9223372036854775807]"},
-		{"/api/decompose?id=", "id", "missing ID; want a decimal integer in [0, 9223372036854775807]"},
+		{"/api/decompose", "id", "missing ID; want a decimal integer in [0, 9223372036854775807] or a base32 ID (13 characters)"},
+		{"/api/decompose?id=", "id", "missing ID; want a decimal integer in [0, 9223372036854775807] or a base32 ID (13 characters)"},
 		{"/api/decompose?id=-5", "id", "id -5 out of range [0, 9223372036854775807]"},
 		{"/api/decompose?id=abc", "id", `id "abc" is not a decimal integer`},
 		{"/api/decompose?id=9223372036854775808", "id", ""},
 		{"/api/decompose?id=1&id=2", "id", "id given 2 times; give it once"},
+		{"/api/decompose?id=7Pebdh", "id", `id "7Pebdh" is not a decimal integer`},
+		{"/api/decompose?id=7Pebdh&form=hex", "form", `unknown ID form "hex": want decimal, base32, base58`},
+		{"/api/decompose?id=0Pebdh&form=base58", "id", `invalid base58 ID "0Pebdh": "0" at character 1 is not in the base58 alphabet (1-9, A-Z and a-z but I, O and l)`},
+		{"/api/decompose?id=000000000U000", "id", `invalid base32 ID "000000000U000": "U" at character 10 is not in Crockford's base32 alphabet (0-9 and A-Z but U, in any case; I and L read as 1, O as 0)`},
 	} {
 		t.Run(tc.target, func(t *testing.T) {
 			res, body := get(t, h, "GET", tc.target)
@@ -274,6 +279,8 @@ func TestPage(t *testing.T) {
 			[5]string{"1288834975657", "1", "1", "0", "4194439168"}, workedSegments},
 		{"decode with spaces", "id=+4194439168+", 200, "4194439168", "2010-11-04T01:42:55.657Z",
 			[5]string{"1288834975657", "1", "1", "0", "4194439168"}, workedSegments},
+		{"decode base32", "id=0000003x04400", 200, "4194439168", "2010-11-04T01:42:55.657Z",
+			[5]string{"1288834975657", "1", "1", "0", "0000003x04400"}, workedSegments},
 		{"RFC 3339", "timestamp=2023-11-14T22:13:20Z&datacenter=3&machine=7&sequence=42", 200, "1724551110456668202", "2023-11-14T22:13:20.000Z",
 			[5]string{"2023-11-14T22:13:20Z", "3", "7", "42", "1724551110456668202"}, nil},
 		{"RFC 3339 with an offset and a fraction", "timestamp=2010-11-04T02:42:55.6579%2B01:00&datacenter=1&machine=1", 200, "4194439168", "2010-11-04T01:42:55.657Z",
@@ -294,6 +301,11 @@ func TestPage(t *testing.T) {
 			}
 			if got := elementText(t, page, "time-value"); got != tc.time {
 				t.Errorf("time %q, want %q", got, tc.time)
+			}
+			var id snowflake.ID
+			fmt.Sscan(tc.id, &id)
+			if b32, b58 := elementText(t, page, "base32-value"), elementText(t, page, "base58-value"); b32 != id.Base32() || b58 != id.Base58() {
+				t.Errorf("forms %q, %q; want %q, %q", b32, b58, id.Base32(), id.Base58())
 			}
 			for i, name := range []string{"timestamp", "datacenter", "machine", "sequence", "id"} {
 				if got := inputValue(t, page, "f-"+name); got != tc.fields[i] {
@@ -326,7 +338,7 @@ func TestPageErrors(t *testing.T) {
 		{"timestamp=yesterday", "timestamp", `timestamp "yesterday" is not a whole number or an RFC 3339 time; want an integer in [1288834974657, 3487858230208] or a time from 2010-11-04T01:42:54.657Z to 2080-07-10T17:30:30.208Z`},
 		{"machine=32", "machine", "machine 32 out of range [0, 31]"},
 		{"sequence=1.5", "sequence", `sequence "1.5" is not a whole number; want an integer in [0, 4095]`},
-		{"id=", "id", "missing ID; want a decimal integer in [0, 9223372036854775807]"},
+		{"id=", "id", "missing ID; want a decimal integer in [0, 9223372036854775807] or a base32 ID (13 characters)"},
 		{"id=-5", "id", "id -5 out of range [0, 9223372036854775807]"},
 		{"id=12a", "id", `id "12a" is not a decimal integer`},
 	} {
@@ -402,7 +414,7 @@ func TestLayout(t *testing.T) {
 	}
 	h := testHandler(t, custom)
 	_, body := get(t, h, "GET", "/api/compose?timestamp=1600000000000&datacenter=15&machine=63")
-	if want := `{"id":"4190208","timestamp_ms":1600000000000,"time":"2020-09-13T12:26:40.000Z","datacenter_id":15,"machine_id":63,"sequence":0,"layout":"epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12"}` + "\n"; body != want {
+	if want := `{"id":"4190208","base32":"000000003ZW00","base58":"NUby","timestamp_ms":1600000000000,"time":"2020-09-13T12:26:40.000Z","datacenter_id":15,"machine_id":63,"sequence":0,"layout":"epoch=1600000000000 timestamp=41 datacenter=4 machine=6 sequence=12"}` + "\n"; body != want {
 		t.Errorf("got  %s\nwant %s", body, want)
 	}
 	for target, msg := range map[string]string{
@@ -435,7 +447,7 @@ func TestLayout(t *testing.T) {
 		t.Error("the page does not show the command for the layout")
 	}
 	_, body = get(t, testHandler(t, snowflake.Discord()), "GET", "/api/decompose?id=175928847299117063")
-	if want := `{"id":"175928847299117063","timestamp_ms":1462015105796,"time":"2016-04-30T11:18:25.796Z","datacenter_id":1,"machine_id":0,"sequence":7,"layout":"epoch=1420070400000 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; body != want {
+	if want := `{"id":"175928847299117063","base32":"04W86BB0G4007","base58":"QgmVVkniES","timestamp_ms":1462015105796,"time":"2016-04-30T11:18:25.796Z","datacenter_id":1,"machine_id":0,"sequence":7,"layout":"epoch=1420070400000 timestamp=41 datacenter=5 machine=5 sequence=12"}` + "\n"; body != want {
 		t.Errorf("discord: got  %s\nwant %s", body, want)
 	}
 }
@@ -446,9 +458,9 @@ func TestInputError(t *testing.T) {
 		field, value string
 		cause        error
 	}{
-		{func() error { _, err := parseID("-5"); return err }(), "id", "-5", snowflake.ErrOutOfRange},
-		{func() error { _, err := parseID("x"); return err }(), "id", "x", snowflake.ErrSyntax},
-		{func() error { _, err := parseID(""); return err }(), "id", "", nil},
+		{func() error { _, err := parseID("-5", ""); return err }(), "id", "-5", snowflake.ErrOutOfRange},
+		{func() error { _, err := parseID("x", ""); return err }(), "id", "x", snowflake.ErrSyntax},
+		{func() error { _, err := parseID("", ""); return err }(), "id", "", nil},
 		{func() error { _, err := value(snowflake.Twitter(), snowflake.FieldSequence, "abc"); return err }(), "sequence", "abc", snowflake.ErrSyntax},
 		{func() error {
 			_, err := value(snowflake.Twitter(), snowflake.FieldTimestamp, "2010-11-04T01:42:54Z")
