@@ -188,14 +188,6 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if rep.NodeUnset {
 		fmt.Fprintf(c.stderr, "sfgen install: no node is set, so snowflake_next_id() refuses to make IDs until one is: give this database and schema a node no other maker uses, as the owner: sfgen node --schema %s --datacenter N --machine N (or install with --datacenter and --machine, or with the settings sfgen.datacenter and sfgen.machine)\n", rep.Schema)
 	}
-	if len(rep.Outliving) > 0 {
-		names := make([]string, len(rep.Outliving))
-		for i, o := range rep.Outliving {
-			names[i] = o.String()
-		}
-		fmt.Fprintf(c.stderr, "sfgen install: warning: %d %s were taking IDs from schema %s as the upgrade from release %d committed (%s); a statement of theirs planned before it runs on with release %d's code, which can be handed IDs already handed out while it runs: let them finish or end them (pg_terminate_backend), and upgrade from release %d only when none runs (docs/releases.md)\n",
-			len(rep.Outliving), plural(len(rep.Outliving), "session", "sessions"), rep.Schema, rep.From, strings.Join(names, ", "), rep.From, rep.From)
-	}
 	if err == nil && rep.IDMakersOK && (len(rep.Applied) > 0 || len(grants) > 0 || len(rep.IDMakers) > 0) {
 		printIDMakers(stdout, c.stderr, "install", rep.Schema, rep.IDMakers)
 	}

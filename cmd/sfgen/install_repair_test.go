@@ -55,12 +55,14 @@ func TestInstallRepairsAnOlderScript(t *testing.T) {
 	}
 }
 
-// TestInstallWarnsOfOutlivingStatements: an upgrade from release 6 while
-// a session's transaction is taking IDs warns, naming that session (a
-// statement of release 6 that outlives the upgrade can be handed IDs
-// already handed out); from release 7, whose expression is release 8's,
-// it does not.
-func TestInstallWarnsOfOutlivingStatements(t *testing.T) {
+// TestInstallWaitsForOldStatements: an upgrade from release 6 while a
+// session's transaction has taken an ID with release 6's code waits for
+// it, at most sqlgen.LockWait, then exits 1 naming that session, with
+// nothing changed; from release 7, whose expression is release 8's, it
+// goes through at once. (Release 8 keeps release 1 to 6's guards at 0,
+// so that their code takes its values from its own slow path: a
+// transaction that read one before the upgrade must end first.)
+func TestInstallWaitsForOldStatements(t *testing.T) {
 	ctx := context.Background()
 	for _, from := range []int{6, 7} {
 		t.Run(fmt.Sprintf("from%d", from), func(t *testing.T) {
@@ -85,27 +87,29 @@ func TestInstallWarnsOfOutlivingStatements(t *testing.T) {
 			if err := taker.QueryRow(ctx, "SELECT pg_catalog.pg_backend_pid()").Scan(&pid); err != nil {
 				t.Fatal(err)
 			}
-			if from <= 6 {
-				// Release 6's catch-up would hold its table lock to the end
-				// of the taker's transaction, which the upgrade waits for:
-				// keep it on the fast path, as a guard an hour ahead does.
-				if _, err := conn.Exec(ctx, "SELECT pg_catalog.setval('"+schema+".snowflake_catch_up_guard', (floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 3600000))"); err != nil {
-					t.Fatal(err)
-				}
-			}
 			if _, err := taker.Exec(ctx, "BEGIN; INSERT INTO "+schema+".t DEFAULT VALUES"); err != nil {
 				t.Fatal(err)
 			}
-			defer taker.Exec(ctx, "ROLLBACK")
 			code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema)
-			warned := strings.Contains(errOut, "warning:") && strings.Contains(errOut, fmt.Sprintf("pid %d", pid))
-			switch {
-			case code != exitOK:
-				t.Fatalf("install: exit %d, %s", code, errOut)
-			case from <= 6 && !warned:
-				t.Errorf("upgrade from release %d with pid %d taking IDs: stderr %q; want a warning naming it", from, pid, errOut)
-			case from > 6 && warned:
-				t.Errorf("upgrade from release %d: stderr %q; want no warning", from, errOut)
+			if from > 6 {
+				if code != exitOK {
+					t.Fatalf("upgrade from release %d beside an open transaction: exit %d, %s", from, code, errOut)
+				}
+				taker.Exec(ctx, "ROLLBACK")
+				return
+			}
+			if code != exitFail || !strings.Contains(errOut, fmt.Sprintf("pid %d ", pid)) || !strings.Contains(errOut, "nothing was changed") {
+				t.Fatalf("upgrade from release %d with pid %d's transaction open: exit %d, stderr %q; want exit 1 naming it", from, pid, code, errOut)
+			}
+			var release int
+			if err := conn.QueryRow(ctx, "SELECT "+schema+".snowflake_release()").Scan(&release); err != nil || release != from {
+				t.Fatalf("after the refusal: release %d, %v; want %d", release, err, from)
+			}
+			if _, err := taker.Exec(ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+			if code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", schema); code != exitOK {
+				t.Fatalf("the upgrade once the transaction has ended: exit %d, %s", code, errOut)
 			}
 		})
 	}

@@ -2,9 +2,13 @@ package attack
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/pause"
@@ -12,27 +16,39 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
-// oldStatementRows is the size of the INSERT ... SELECT planned before the
-// upgrade (issue 39 reproduced its duplicates with 6,000,000).
-const oldStatementRows = 6_000_000
+// oldStatementRows is the size of the INSERT ... SELECT running across the
+// upgrade (issue 39 reproduced its duplicates with 6,000,000);
+// plannedStatementRows that of one planned before it and run after, whose
+// every value takes the new release's slow path.
+const (
+	oldStatementRows     = 6_000_000
+	plannedStatementRows = 300_000
+)
 
-// TestUpgradeUnderOldStatement: an INSERT ... SELECT of 6,000,000 rows,
-// planned at release `from`, runs on across the upgrade to release `to`;
-// a catch-up of the new release, in another session, is paused (gdb) at
-// its setval() of the state, between its read of the state and that
-// write, while the old statement takes 2,000,000 values; then resumed.
-// From release 7 to 8 no ID repeats: release 7's expression is release
-// 8's, so the old statement reads release 8's guard, finds it at 0 and
-// waits for the catch-up.
+// TestUpgradeUnderOldStatement: an INSERT ... SELECT planned at release
+// `from` runs on after the upgrade to release `to`; a catch-up of the new
+// release, in another session, is paused (gdb) at its setval() of the
+// state, between its read of the state and that write, while the old
+// statement takes up to 2,000,000 values; then resumed. No ID may repeat.
 //
-// From releases 1 to 6 the old statement reads its own, parked guard and
-// takes values without regard to the catch-up: the upgrades 6 -> 7 and
-// 6 -> 8 run too, as controls, and gave 99 to 4,440 duplicate IDs in most
-// runs here (none in some: how far the state is from the clock when the
-// paused catch-up reads it decides it, which a test cannot hold still),
-// so their counts are logged, not judged. docs/releases.md says to
-// upgrade from releases 1 to 6 when no statement planned before the
-// upgrade can outlive it.
+//   - running, 7 -> 8 (6,000,000 rows, running when the upgrade commits):
+//     release 7's expression is release 8's, so the old statement reads
+//     release 8's guard, finds it at 0 and waits for the catch-up.
+//   - planned, 6 -> 8 and 1 -> 8 (planned before the upgrade, held on an
+//     advisory lock until it has committed): the old expression reads its
+//     own guard, which release 8 keeps at 0, and takes every value from
+//     release 8's snowflake_next_state() (release 1's through
+//     snowflake_next_id_slow()), which waits for the catch-up.
+//   - running, 6 -> 8: the old statement's transaction holds a lock on its
+//     guard, so the upgrade waits for it, at most its bound, and then
+//     refuses, naming the session and changing nothing; once the statement
+//     has ended it goes through (TestUpgradeWaitsForOldStatement).
+//   - running and planned, 6 -> 7, controls: release 7 parked the old
+//     guard at the last representable millisecond, and the old statement
+//     took values beside the paused catch-up (2,000,000 and more, where
+//     release 8's take at most 1, which the test judges): 99 to 4,440
+//     duplicate IDs in most runs here (none in some: how far the state is
+//     from the clock when the paused catch-up reads it decides it), logged.
 func TestUpgradeUnderOldStatement(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a 6,000,000-row statement per case; -short skips it")
@@ -43,24 +59,33 @@ func TestUpgradeUnderOldStatement(t *testing.T) {
 	if err := pause.Available(); err != nil {
 		t.Skipf("cannot pause a backend here: %v", err)
 	}
-	for _, c := range []struct{ from, to int }{{6, 7}, {6, sqlgen.Latest}, {7, sqlgen.Latest}} {
-		t.Run(fmt.Sprintf("%d_to_%d", c.from, c.to), func(t *testing.T) {
-			duplicates, paused := upgradeUnderOldStatement(t, c.from, c.to)
-			details := fmt.Sprintf("%d duplicate IDs; the new release's catch-up paused at its setval() of the state: %v", duplicates, paused)
-			if c.from < 7 {
+	for _, c := range []struct {
+		from, to int
+		planned  bool // planned before the upgrade, taking values only after it
+	}{{6, 7, false}, {6, 7, true}, {7, sqlgen.Latest, false}, {6, sqlgen.Latest, true}, {1, sqlgen.Latest, true}} {
+		name := fmt.Sprintf("running_%d_to_%d", c.from, c.to)
+		if c.planned {
+			name = fmt.Sprintf("planned_%d_to_%d", c.from, c.to)
+		}
+		t.Run(name, func(t *testing.T) {
+			duplicates, paused, taken := upgradeUnderOldStatement(t, c.from, c.to, c.planned)
+			details := fmt.Sprintf("%d duplicate IDs; the new release's catch-up paused at its setval() of the state: %v, while the old statement took %d values", duplicates, paused, taken)
+			if c.to < 8 {
 				t.Logf("control, release %d to %d: %s", c.from, c.to, details)
 				return
 			}
-			if duplicates > 0 {
-				t.Errorf("release %d: %s", c.to, details)
+			// The old statement waits for the paused catch-up: at most the
+			// one value it took before it read the guard at 0.
+			if duplicates != 0 || !paused || taken > 1 {
+				t.Errorf("release %d to %d: %s", c.from, c.to, details)
 			} else {
-				t.Logf("release %d: %s", c.to, details)
+				t.Logf("release %d to %d: %s", c.from, c.to, details)
 			}
 		})
 	}
 }
 
-func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, paused bool) {
+func upgradeUnderOldStatement(t *testing.T, from, to int, planned bool) (duplicates int64, paused bool, taken int64) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	e := newEnv(t)
@@ -68,7 +93,7 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 	e.script34(from, o)
 	e.exec(`CREATE TABLE public.bulk (id bigint DEFAULT ids.snowflake_next_id(), n int);
 		CREATE TABLE public.single (id bigint DEFAULT ids.snowflake_next_id(), n int)`)
-	if from <= 6 {
+	if from <= 6 && !planned {
 		// Release 6's own catch-up, in the statement, would hold its
 		// table lock to the end of the statement, and the upgrade wait
 		// for it; a guard an hour ahead keeps it on the fast path, as the
@@ -81,27 +106,53 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 	// breakpoint finds it.
 	old.exec(t, "SET jit = off")
 	oldPID := old.pid(t)
+	watch := e.connect("")
+	rows, wait := oldStatementRows, ""
+	if planned {
+		// Planned now, at release from; its CTE takes an advisory lock
+		// that watch holds before any row's default runs. Each value then
+		// comes through the new release's slow path: fewer rows.
+		rows, wait = plannedStatementRows, "WITH w AS MATERIALIZED (SELECT pg_catalog.pg_advisory_lock(4242)) "
+		watch.exec(t, "SELECT pg_catalog.pg_advisory_lock(4242)")
+	}
 	oldDone := make(chan error, 1)
 	go func() {
-		_, err := old.ExecContext(ctx, fmt.Sprintf("INSERT INTO public.bulk (n) SELECT g FROM pg_catalog.generate_series(1, %d) g", oldStatementRows))
+		_, err := old.ExecContext(ctx, fmt.Sprintf("%sINSERT INTO public.bulk (n) SELECT g FROM pg_catalog.generate_series(1, %d) g%s",
+			wait, rows, map[bool]string{true: ", w", false: ""}[planned]))
 		oldDone <- err
 	}()
-	// Running, and taking values: planned at release from.
-	watch := e.connect("")
-	for {
-		var n int64
-		if err := watch.QueryRowContext(ctx, `SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks l
-			WHERE l.pid = $1 AND l.relation = 'ids.snowflake_state'::regclass`, oldPID).Scan(&n); err != nil {
-			t.Fatal(err)
+	takingValues := func() {
+		t.Helper()
+		for {
+			var n int64
+			if err := watch.QueryRowContext(ctx, `SELECT pg_catalog.count(*) FROM pg_catalog.pg_locks l
+				WHERE l.pid = $1 AND l.relation = 'ids.snowflake_state'::regclass`, oldPID).Scan(&n); err != nil {
+				t.Fatal(err)
+			}
+			if n > 0 {
+				return
+			}
+			select {
+			case err := <-oldDone:
+				t.Fatalf("the old statement ended before taking values: %v", err)
+			case <-time.After(10 * time.Millisecond):
+			}
 		}
-		if n > 0 {
-			break
+	}
+	if planned {
+		for {
+			var waiting bool
+			if err := watch.QueryRowContext(ctx, `SELECT EXISTS (SELECT FROM pg_catalog.pg_locks l
+				WHERE l.pid = $1 AND l.locktype = 'advisory' AND NOT l.granted)`, oldPID).Scan(&waiting); err != nil {
+				t.Fatal(err)
+			}
+			if waiting {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
 		}
-		select {
-		case err := <-oldDone:
-			t.Fatalf("the old statement ended before the upgrade: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
+	} else {
+		takingValues() // running: planned at release from, taking values
 	}
 	upgradeStart := time.Now()
 	e.script34(to, o)
@@ -110,6 +161,10 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 	case err := <-oldDone:
 		t.Fatalf("the old statement ended during the upgrade (%v): it held a lock the upgrade waited for", err)
 	default:
+	}
+	if planned {
+		watch.exec(t, "SELECT pg_catalog.pg_advisory_unlock(4242)")
+		takingValues()
 	}
 
 	b := e.connect("")
@@ -179,7 +234,8 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 				before = v
 			}
 		}
-		t.Logf("the old statement took %d values while the catch-up was paused", lastValue()-atPause)
+		taken = lastValue() - atPause
+		t.Logf("the old statement took %d values while the catch-up was paused", taken)
 		if err := p.Resume(); err != nil {
 			t.Fatal(err)
 		}
@@ -203,10 +259,9 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 		if err != nil {
 			t.Fatalf("the old statement: %v", err)
 		}
-	case <-time.After(2 * time.Minute):
-		// Seen once in a control (release 6's statement across the upgrade
-		// to 7, under the race detector's load): it stopped taking values
-		// and never ended. Say where it is, end it, and for a control
+	case <-time.After(map[bool]time.Duration{true: 30 * time.Second, false: 2 * time.Minute}[to < 8]):
+		// Seen in controls (release 6's statement across the upgrade to
+		// 7): it stopped taking values and never ended (30 s for one). Say where it is, end it, and for a control
 		// report no count.
 		var where string
 		watch.QueryRowContext(ctx, "SELECT coalesce(wait_event_type || ':' || wait_event, state) FROM pg_catalog.pg_stat_activity WHERE pid = $1", oldPID).Scan(&where)
@@ -214,7 +269,7 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 		<-oldDone
 		if from < 7 {
 			t.Logf("control: the old statement (release %d) did not end 2 minutes after the catch-up went on (%s); cancelled", from, where)
-			return -1, paused
+			return -1, paused, taken
 		}
 		t.Fatalf("the old statement (release %d) did not end 2 minutes after the catch-up went on (%s)", from, where)
 	}
@@ -222,5 +277,53 @@ func upgradeUnderOldStatement(t *testing.T, from, to int) (duplicates int64, pau
 		FROM (SELECT id FROM public.bulk UNION ALL SELECT id FROM public.single) ids`).Scan(&duplicates); err != nil {
 		t.Fatal(err)
 	}
-	return duplicates, paused
+	return duplicates, paused, taken
+}
+
+// TestUpgradeWaitsForOldStatement: a transaction that took an ID with
+// release 6's code is still open when the upgrade to release 8 starts.
+// Release 8 waits for it, at most sqlgen.LockWait, then refuses with
+// lock_not_available, naming its session, and changes nothing (the
+// schema stays at release 6, whose inserts go on); once it has ended the
+// upgrade goes through, and the old guard is at 0. (Release 7 went on at
+// once, and the old transaction could take values beside its catch-ups.)
+func TestUpgradeWaitsForOldStatement(t *testing.T) {
+	e := newEnv(t)
+	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 1}
+	e.script34(6, o)
+	e.exec("CREATE TABLE public.t (id bigint DEFAULT ids.snowflake_next_id(), n int)")
+	old := e.connect("")
+	old.exec(t, "BEGIN; INSERT INTO public.t (n) VALUES (1)")
+	oldPID := old.pid(t)
+
+	s, err := releaseScript(sqlgen.Latest, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = e.db.ExecContext(context.Background(), s)
+	waited := time.Since(start)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "55P03" || !strings.Contains(pgErr.Message, fmt.Sprintf("pid %d ", oldPID)) ||
+		!strings.Contains(pgErr.Message, "nothing was changed") {
+		t.Fatalf("upgrade beside an open release 6 transaction: %v; want lock_not_available naming pid %d", err, oldPID)
+	}
+	t.Logf("refused after %s: %s", waited.Round(time.Millisecond), pgErr.Message)
+	var release int
+	if err := e.db.QueryRow("SELECT ids.snowflake_release()").Scan(&release); err != nil || release != 6 {
+		t.Fatalf("after the refusal: release %d, %v; want 6", release, err)
+	}
+	e.exec("INSERT INTO public.t (n) VALUES (2)") // release 6 still makes IDs
+	old.exec(t, "INSERT INTO public.t (n) VALUES (3); COMMIT")
+
+	e.script34(sqlgen.Latest, o)
+	var guard int64
+	if err := e.db.QueryRow("SELECT pg_catalog.pg_sequence_last_value('ids.snowflake_catch_up_guard')").Scan(&guard); err != nil || guard != 0 {
+		t.Fatalf("release 6's guard after the upgrade: %d, %v; want 0", guard, err)
+	}
+	e.exec("INSERT INTO public.t (n) VALUES (4)")
+	var n, distinct int
+	if err := e.db.QueryRow("SELECT count(*), count(DISTINCT id) FROM public.t").Scan(&n, &distinct); err != nil || n != 4 || distinct != 4 {
+		t.Fatalf("rows %d, distinct IDs %d, %v; want 4 and 4", n, distinct, err)
+	}
 }

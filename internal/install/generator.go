@@ -82,11 +82,6 @@ type Report struct {
 	IDMakersOK bool
 	// From is the schema's release before the install (0: none).
 	From int
-	// Outliving are, after an upgrade from a release up to
-	// LastReleaseWithOwnGuard, the sessions whose transactions were
-	// taking IDs as it committed: a statement of theirs planned before it
-	// runs on with the older release's code (docs/releases.md).
-	Outliving []IDTaker
 	Generator Change // what became of snowflake_next_id()
 	Library   string // the native library Generator names
 }

@@ -581,11 +581,6 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{Result: res, From: from}
-	if from >= 1 && from <= LastReleaseWithOwnGuard && len(res.Applied) > 0 {
-		if s, err := catalog.ParseSchema(res.Schema); err == nil {
-			rep.Outliving, _ = idTakers(ctx, db, s)
-		}
-	}
 	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
 		rep.NodeUnset = true
 	}

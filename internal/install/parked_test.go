@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,120 +15,103 @@ import (
 	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
-// releaseOneSlowPath returns release 1's snowflake_next_id_slow() for
-// schema, as release 1's script defines it, renamed to name: release 1's
-// code as a statement planned before the upgrade would still run it.
-func releaseOneSlowPath(t *testing.T, schema, name string) string {
-	t.Helper()
-	return releaseFunction(t, schema, 1, "snowflake_next_id_slow", name)
-}
-
-// releaseFunction is release's PL/pgSQL function fn() (no arguments) as
-// its script writes it in schema, under name: what a statement planned
-// before an upgrade still runs.
-func releaseFunction(t *testing.T, schema string, release int, fn, name string) string {
+// releaseNextID returns release's snowflake_next_id() for schema, as its
+// script defines it, renamed to name: the expression a statement planned
+// before an upgrade still runs after it (by oid, inlined in its plan).
+func releaseNextID(t *testing.T, schema string, release int, name string) string {
 	t.Helper()
 	script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema}, release)
 	if err != nil {
 		t.Fatal(err)
 	}
-	head := `CREATE OR REPLACE FUNCTION "` + schema + `".` + fn + `()`
+	head := `CREATE OR REPLACE FUNCTION "` + schema + `".snowflake_next_id()`
 	_, rest, ok := strings.Cut(string(script), head)
 	if !ok {
 		t.Fatalf("release %d's script has no %s", release, head)
 	}
-	body, _, ok := strings.Cut(rest, "\n$fn$;\n")
-	if !ok {
-		t.Fatalf("release %d's %s() has no end", release, fn)
+	end := ";\n" // a RETURN body
+	if strings.Contains(rest[:200], "$fn$") {
+		end = "\n$fn$;\n"
 	}
-	return `CREATE FUNCTION "` + schema + `".` + name + `()` + body + "\n$fn$;\n"
+	body, _, ok := strings.Cut(rest, end)
+	if !ok {
+		t.Fatalf("release %d's snowflake_next_id() has no end", release)
+	}
+	return `CREATE FUNCTION "` + schema + `".` + name + `()` + body + end
 }
 
-// TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade runs release 1's slow
-// path after the upgrade, well past the moment it would catch up: with
-// release 1's guard parked, it takes one value from the shared state and
-// moves nothing (two catch-ups of different releases at once could move
-// the state back), and its ID is a valid one of the database's node.
-func TestReleaseOneCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
-	db, schema := database(t)
-	ctx := context.Background()
-	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}
-	script, err := released.Script(o, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "CREATE SCHEMA "+schema+"; "+string(script)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id() FROM generate_series(1, 100)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Apply(ctx, db, o); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, releaseOneSlowPath(t, schema, "release_1_slow_path")); err != nil {
-		t.Fatal(err)
-	}
-	var parked int64
-	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass)", schema+".snowflake_state_guard").Scan(&parked); err != nil {
-		t.Fatal(err)
-	}
-	if max := snowflake.Twitter().Max(snowflake.FieldTimestamp); parked != max {
-		t.Fatalf("release 1's guard is %d after the upgrade; want it parked at %d", parked, max)
-	}
-	// The sessions around a statement still running release 1's code make
-	// IDs with the latest release's, whose catch-ups keep the state up with
-	// the clock: one such call comes right before each of release 1's.
-	// (With none at all, release 1's code finds the state far behind and
-	// loops until one comes.) On a loaded machine that one can come too
-	// early: then, after a second, a rescuer makes such calls from a
-	// connection of its own until release 1's returns, and that call's
-	// count of nextval()s is not judged (the rescuer's move the state too).
-	for i := range 3 {
-		// Past release 1's catch-up period; then the latest release
-		// catches up.
-		time.Sleep(12 * time.Millisecond)
-		if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id()"); err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan struct{})
-		var rescued atomic.Bool
-		go func() {
-			select {
-			case <-done:
-				return
-			case <-time.After(time.Second):
+// TestOldCodeTakesValuesFromTheLatestSlowPath: after the upgrade from
+// release 1 or 6, their guard is at 0, and their snowflake_next_id()
+// expression, as a statement planned before the upgrade still runs it,
+// takes every value from the latest release's snowflake_next_state()
+// (release 1's through snowflake_next_id_slow()), which catches up in
+// turns with every other catch-up: its IDs are the node's, and its guard
+// stays at 0. (Release 7 parked the guards at the last representable
+// millisecond, and such a statement took values straight from the state,
+// beside the catch-ups: duplicates, TestUpgradeUnderOldStatement.)
+func TestOldCodeTakesValuesFromTheLatestSlowPath(t *testing.T) {
+	for _, c := range []struct {
+		from, code int // the release upgraded from; that of the old expression
+		guard      string
+	}{
+		{1, 1, "snowflake_state_guard"}, {6, 6, "snowflake_catch_up_guard"},
+		// Release 7 left release 6's guard parked, and its code could
+		// still run from an upgrade 6 -> 7.
+		{7, 6, "snowflake_catch_up_guard"},
+	} {
+		t.Run(fmt.Sprintf("from%d", c.from), func(t *testing.T) {
+			db, schema := database(t)
+			ctx := context.Background()
+			o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}
+			script, err := released.Script(o, c.from)
+			if err != nil {
+				t.Fatal(err)
 			}
-			rescued.Store(true)
-			for {
-				select {
-				case <-done:
-					return
-				default:
+			if _, err := db.ExecContext(ctx, "CREATE SCHEMA IF NOT EXISTS "+schema+"; "+string(script)); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id() FROM generate_series(1, 100)"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Apply(ctx, db, o); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := db.ExecContext(ctx, releaseNextID(t, schema, c.code, "old_next_id")); err != nil {
+				t.Fatal(err)
+			}
+			guard := schema + "." + c.guard
+			conn, err := db.Conn(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			seen := map[int64]bool{}
+			for i := range 5 {
+				time.Sleep(time.Duration(i) * 4 * time.Millisecond) // a catch-up due now and then
+				var id, calls, g int64
+				if _, err := conn.ExecContext(ctx, "BEGIN; SET LOCAL track_functions = 'pl'"); err != nil {
+					t.Fatal(err)
 				}
-				db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id()")
-				time.Sleep(time.Millisecond)
+				if err := conn.QueryRowContext(ctx, "SELECT "+schema+".old_next_id()").Scan(&id); err != nil {
+					t.Fatal(err)
+				}
+				if err := conn.QueryRowContext(ctx, "SELECT COALESCE(pg_stat_get_xact_function_calls($1::regprocedure), 0), pg_sequence_last_value($2::regclass)",
+					schema+".snowflake_next_state()", guard).Scan(&calls, &g); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.ExecContext(ctx, "COMMIT"); err != nil {
+					t.Fatal(err)
+				}
+				if calls < 1 || g != 0 {
+					t.Errorf("call %d: release %d's expression made %d with %d calls of the latest snowflake_next_state() and its guard at %d; want at least one call and the guard at 0", i, c.code, id, calls, g)
+				}
+				p, err := snowflake.Decompose(snowflake.ID(id))
+				if err != nil || p.Datacenter != 3 || p.Machine != 7 || seen[id] {
+					t.Errorf("call %d: release %d's expression made %d (%+v, %v); want a new ID of node 3/7", i, c.code, id, p, err)
+				}
+				seen[id] = true
 			}
-		}()
-		var before, after, id, guard int64
-		err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass), "+schema+".release_1_slow_path(), pg_sequence_last_value($1::regclass), pg_sequence_last_value($2::regclass)",
-			schema+".snowflake_state", schema+".snowflake_state_guard").Scan(&before, &id, &after, &guard)
-		close(done)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if guard != parked {
-			t.Errorf("call %d: release 1's slow path caught up (its guard is %d, was parked at %d)", i, guard, parked)
-		}
-		if rescued.Load() {
-			t.Logf("call %d: the state was far behind, so calls of the latest release's came beside it; its count of nextval()s is not judged", i)
-		} else if after != before+1 {
-			t.Errorf("call %d: release 1's slow path moved the state from %d to %d; want one nextval()", i, before, after)
-		}
-		p, err := snowflake.Decompose(snowflake.ID(id))
-		if err != nil || p.Datacenter != 3 || p.Machine != 7 || p.Timestamp > after>>12 || (!rescued.Load() && p.Timestamp != after>>12) {
-			t.Errorf("call %d: release 1's slow path made %d (%+v, %v); want node 3/7 and the state's millisecond %d", i, id, p, err, after>>12)
-		}
+		})
 	}
 }
 
@@ -183,69 +165,6 @@ func TestUpgradeNamesWhoHoldsReleaseOnesLock(t *testing.T) {
 	}
 	if release || lease {
 		t.Errorf("a failed upgrade left the latest release's objects behind: snowflake_release() %v, snowflake_lease %v", release, lease)
-	}
-}
-
-// releaseSixNextState is release 6's snowflake_next_state(), under name,
-// in schema.
-func releaseSixNextState(t *testing.T, schema, name string) string {
-	t.Helper()
-	return releaseFunction(t, schema, 6, "snowflake_next_state", name)
-}
-
-// TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade: after the upgrade to
-// release 7, which catches up in turns, release 6's guard is parked, and
-// release 6's slow path (whose catch-up, under its table lock, would be
-// due by its guard as it was before the upgrade) moves nothing: it takes
-// one value from the shared state. Two catch-ups under different exclusions could move the state
-// back.
-func TestReleaseSixCodeNeverCatchesUpAfterTheUpgrade(t *testing.T) {
-	db, schema := database(t)
-	ctx := context.Background()
-	o := sqlgen.Options{Layout: snowflake.Twitter(), Schema: schema, Datacenter: 3, Machine: 7}
-	script, err := released.Script(o, 6)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, string(script)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, "SELECT "+schema+".snowflake_next_id() FROM generate_series(1, 100)"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := db.ExecContext(ctx, releaseSixNextState(t, schema, "release_6_next_state")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Apply(ctx, db, o); err != nil {
-		t.Fatal(err)
-	}
-	oldGuard, state := schema+".snowflake_catch_up_guard", schema+".snowflake_state"
-	var parked int64
-	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass)", oldGuard).Scan(&parked); err != nil {
-		t.Fatal(err)
-	}
-	if max := snowflake.Twitter().Max(snowflake.FieldTimestamp); parked != max {
-		t.Fatalf("release 6's guard is %d after the upgrade; want it parked at %d", parked, max)
-	}
-	for i := range 3 {
-		// The state a minute ahead of the clock, so that release 6's code
-		// never finds it far behind (it would loop until something else
-		// caught up); its own guard, were it not parked, would be from
-		// before the upgrade, so a catch-up would be due by its reckoning.
-		if _, err := db.ExecContext(ctx, "SELECT setval($1::regclass, (trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000) << 12)", state); err != nil {
-			t.Fatal(err)
-		}
-		var before, got, after, guard int64
-		if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value($1::regclass), "+schema+".release_6_next_state(), pg_sequence_last_value($1::regclass), pg_sequence_last_value($2::regclass)",
-			state, oldGuard).Scan(&before, &got, &after, &guard); err != nil {
-			t.Fatal(err)
-		}
-		if guard != parked {
-			t.Errorf("call %d: release 6's catch-up ran (its guard is %d, was parked at %d)", i, guard, parked)
-		}
-		if got != before+1 || after != got {
-			t.Errorf("call %d: release 6's slow path returned %d with the state at %d before and %d after; want one nextval()", i, got, before, after)
-		}
 	}
 }
 

@@ -340,14 +340,14 @@ func (f *fixture) checkKept(when string, before generator) {
 	}
 }
 
-// checkParked fails t unless release 1's guard is parked at the last
-// representable millisecond, as the step from release 1 leaves it (so
-// that release 1's code, which an older script put back, never catches
-// up again).
+// checkParked fails t unless release 1's guard is at 0, as the latest
+// release leaves it (old_guards_hold), so that release 1's code, which an
+// older script put back, takes its values from the latest release's slow
+// path.
 func (f *fixture) checkParked(when string) {
 	f.t.Helper()
-	if got, max := f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard"), snowflake.Twitter().Max(snowflake.FieldTimestamp); got != max {
-		f.t.Errorf("%s: release 1's guard snowflake_state_guard is at %d; want it parked at %d (the step from release 1 did not run)", when, got, max)
+	if got := f.queryInt("SELECT last_value FROM " + f.schema + ".snowflake_state_guard"); got != 0 {
+		f.t.Errorf("%s: release 1's guard snowflake_state_guard is at %d; want 0 (old_guards_hold did not run)", when, got)
 	}
 }
 
@@ -1244,8 +1244,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 	// that release's and leaves what only the later release has,
 	// snowflake_release() (still saying the later release) among them. The
 	// generator goes on making unique IDs, with release 1's code over
-	// release 1's parked guard (so it no longer catches up: verify says
-	// why); the comments say which functions are release 1's again
+	// release 1's guard (which it catches up with again); the comments say which functions are release 1's again
 	// (catalog.Installed.Stale), and the latest release's script, or
 	// Apply, puts the latest back.
 	for r := 2; r <= sqlgen.Latest; r++ {
@@ -1278,12 +1277,12 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 			}
 			f.checkKept(fmt.Sprintf("after release 1's script on release %d", r), g)
 			// As after a crash, which resets the unlogged guards: release
-			// 1's code, back in place, catches up again and so unparks its
-			// guard. The step from release 1 must park it again.
+			// 1's code, back in place, catches up again and so moves its
+			// guard. The latest release must set it to 0 again.
 			f.exec("SELECT setval($1::regclass, 1)", f.schema+".snowflake_state_guard")
 			f.insertIDs(2)
-			if f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard") == snowflake.Twitter().Max(snowflake.FieldTimestamp) {
-				t.Fatalf("release 1's code on release 1's script over release %d did not catch up: the test cannot tell whether its guard is parked again", r)
+			if f.queryInt("SELECT last_value FROM "+f.schema+".snowflake_state_guard") <= 1 {
+				t.Fatalf("release 1's code on release 1's script over release %d did not catch up: the test cannot tell whether its guard is set to 0 again", r)
 			}
 			return f, hybrid
 		}
@@ -1419,8 +1418,25 @@ func TestStatementAcrossUpgrade(t *testing.T) {
 	}
 	var changes []change
 	for _, from := range earlierReleases() {
+		up := func(f *fixture) { f.runScript("Script", sqlgen.Script) }
+		if from <= 6 {
+			// The statement's transaction has read its release's guard,
+			// which the upgrade holds off for good (old_guards_hold): it
+			// waits sqlgen.LockWait, then refuses, changing nothing; the
+			// statement finishes at its release.
+			up = func(f *fixture) {
+				err := f.script("Script", sqlgen.Script)
+				var pe *pgconn.PgError
+				if !errors.As(err, &pe) || pe.Code != "55P03" || !strings.Contains(pe.Message, "the guard of releases 1 to 6") || !strings.Contains(pe.Message, "nothing was changed") {
+					f.t.Fatalf("the upgrade while a statement that read release %d's guard runs = %v; want the refusal", from, err)
+				}
+				if r := f.release(); r != int64(from) {
+					f.t.Errorf("after the refused upgrade, release %d; want %d", r, from)
+				}
+			}
+		}
 		changes = append(changes,
-			change{fmt.Sprintf("up_next_id_from_%d", from), int64(from), "id", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure},
+			change{fmt.Sprintf("up_next_id_from_%d", from), int64(from), "id", up, noKnownFailure},
 			change{fmt.Sprintf("up_timestamp_from_%d", from), int64(from), "ts", func(f *fixture) { f.runScript("Script", sqlgen.Script) }, noKnownFailure})
 	}
 	for from := released.Last; from > 1; from-- {
