@@ -81,7 +81,7 @@ type Report struct {
 	IDMakers   []string
 	IDMakersOK bool
 	// From is the schema's release before the install (0: none).
-	From int
+	From      int
 	Generator Change // what became of snowflake_next_id()
 	Library   string // the native library Generator names
 }
