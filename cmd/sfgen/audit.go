@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
@@ -130,7 +132,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrColumnType), errors.Is(err, audit.ErrInvalidName), errors.Is(err, audit.ErrOthersCode):
 		return c.usageError("%v", err)
 	case err != nil:
-		return c.fail("%s", redactErr(err, dsn))
+		return c.fail("%s%s", redactErr(err, dsn), selectHint(err, o))
 	}
 	ahead, unread, err := aheadLeases(ctx, db, layout.layout)
 	if err != nil {
@@ -154,6 +156,17 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return exitFail
 	}
 	return exitOK
+}
+
+// selectHint is what to do when audit's read of the table was refused
+// for want of SELECT on it: "; the role needs SELECT on SCHEMA.TABLE";
+// "" for any other error.
+func selectHint(err error, o audit.Options) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.HasPrefix(pe.Message, "permission denied for table ") {
+		return ""
+	}
+	return fmt.Sprintf("; audit reads every row: the role needs SELECT on %s.%s", o.Schema, o.Table)
 }
 
 func fmtTime(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z") }

@@ -583,28 +583,44 @@ func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int
 	// Each chunk's rows (with a time column its histogram), added up
 	// before the percentiles.
 	hists := make([][]bucket, n)
-	errs := make([]error, n)
 	read := func(i int64, tx *sql.Tx) (err error) {
 		hists[i], err = histogram(ctx, tx, o, q, tol, nowMs, bound(i), bound(i+1))
 		return err
 	}
+	var first firstError
 	var wg sync.WaitGroup
 	for i := int64(1); i < n; i++ {
 		wg.Go(func() {
-			errs[i] = inImported(ctx, db, snapshot, func(tx *sql.Tx) error { return read(i, tx) })
-			if errs[i] != nil {
-				cancel()
-			}
+			first.set(inImported(ctx, db, snapshot, func(tx *sql.Tx) error { return read(i, tx) }), cancel)
 		})
 	}
-	if errs[0] = read(0, tx); errs[0] != nil {
-		cancel()
-	}
+	first.set(read(0, tx), cancel)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if first.err != nil {
+		return nil, first.err
 	}
 	return build(o, finals(hists, o.TimeColumn != ""), nowMs), nil
+}
+
+// A firstError keeps the first error of the chunks that read at once:
+// the cause. The others' errors come after it cancelled them (a chunk's
+// connection that failed with "context canceled"), and would only bury
+// the cause.
+type firstError struct {
+	once sync.Once
+	err  error
+}
+
+// set keeps err if it is the first, and then calls cancel, which stops
+// the other chunks. A nil err is no error.
+func (f *firstError) set(err error, cancel func()) {
+	if err == nil {
+		return
+	}
+	f.once.Do(func() {
+		f.err = err
+		cancel()
+	})
 }
 
 // inImported runs read on a connection of db's own, in a read-only
