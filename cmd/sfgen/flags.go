@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -66,6 +67,9 @@ func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 	}
 	if err != nil {
 		return nil, c.usageError("%s; see 'sfgen %s --help'", flagError(err), c.name), true
+	}
+	if err := c.emptySchema(); err != nil {
+		return nil, c.usageError("%v", err), true
 	}
 	for _, check := range c.checks {
 		if err := check(); err != nil {
@@ -257,15 +261,30 @@ func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def strin
 	return f
 }
 
-// schemaVar defines --schema, the name of a schema, public when not given,
-// checked by catalog.ParseSchema. Given empty, it is refused: a script
-// whose variable is unset must not install into public unawares.
+// schemaFlags are the flags, on any command, that name a schema: sfgen's
+// (--schema, convert's --sfgen-schema) or a table's (audit's and
+// convert's --schema, audit's --table-schema). Each is public when not
+// given, and refused when given empty (see emptySchema).
+var schemaFlags = []string{"schema", "sfgen-schema", "table-schema"}
+
+// emptySchema returns the error for a schema flag given empty: public is
+// what leaving it out means, and a script whose variable is unset must
+// not work in public unawares.
+func (c *cli) emptySchema() error {
+	var err error
+	c.fs.Visit(func(f *flag.Flag) {
+		if err == nil && slices.Contains(schemaFlags, f.Name) && f.Value.String() == "" {
+			err = fmt.Errorf("--%s is empty: give a schema's name, or leave --%s out for public", f.Name, f.Name)
+		}
+	})
+	return err
+}
+
+// schemaVar defines --schema, the name of a schema, public when not given
+// (and refused given empty: emptySchema), checked by catalog.ParseSchema.
 func (c *cli) schemaVar(usage string) *string {
 	s := c.fs.String("schema", catalog.Public.Name(), usage)
 	c.checks = append(c.checks, func() error {
-		if *s == "" {
-			return errors.New("--schema is empty: give a schema's name, or leave --schema out for public")
-		}
 		parsed, err := catalog.ParseSchema(*s)
 		*s = parsed.Name()
 		return err
