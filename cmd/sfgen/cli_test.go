@@ -422,3 +422,18 @@ func TestEmptySchemaRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestHelpStartsWithSummary: every command's --help says first, in one
+// line, what the command does (its line in sfgen --help), then a blank
+// line and the usage (issue 43, item 9: the help ran to 70-100 lines of
+// prose with no short summary first).
+func TestHelpStartsWithSummary(t *testing.T) {
+	for _, c := range commands {
+		code, out, _ := sfgen(t, c.name, "--help")
+		want := "sfgen " + c.name + ": " + c.summary + "\n\nUsage:\n  sfgen " + c.name
+		if code != exitOK || !strings.HasPrefix(out, want) {
+			first, _, _ := strings.Cut(out, "\n")
+			t.Errorf("sfgen %s --help = exit %d, first line %q; want %q", c.name, code, first, want)
+		}
+	}
+}

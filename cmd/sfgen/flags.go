@@ -117,7 +117,13 @@ func (c *cli) fail(format string, args ...any) int {
 	return exitFail
 }
 
+// printHelp writes the command's help: what it does in one line (its
+// summary in sfgen --help), then its usage, prose and examples, then
+// its flags.
 func (c *cli) printHelp(w io.Writer) {
+	if s := summary(c.name); s != "" {
+		fmt.Fprintf(w, "sfgen %s: %s\n\n", c.name, s)
+	}
 	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags:\n", strings.TrimSpace(c.help))
 	c.fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
@@ -131,6 +137,17 @@ func (c *cli) printHelp(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// summary returns the one line sfgen --help gives command name, "" for
+// a name it does not list.
+func summary(name string) string {
+	for _, c := range commands {
+		if c.name == name {
+			return c.summary
+		}
+	}
+	return ""
 }
 
 func isBoolFlag(f *flag.Flag) bool {
