@@ -20,7 +20,7 @@ import (
 )
 
 const auditHelp = `
-sfgen audit --dsn URL --table T [--column id] [--schema S] [--layout L] [--time-column C] [--workers N] [--json]
+sfgen audit --dsn URL --table T [--column id] [--table-schema S] [--layout L] [--time-column C] [--workers N] [--json]
 
 Checks the Snowflake IDs already stored in a table. SQL reads the table
 once and aggregates it in PostgreSQL by hash (one row per node comes back,
@@ -55,7 +55,10 @@ another role audit says "legacy not read" and counts them as IDs.
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
 (as if quoted: --table Orders is not orders), looked up in pg_catalog and
-always quoted in the SQL.
+always quoted in the SQL. --table-schema is the table's schema; sfgen's
+is the one the column's default calls. --schema, its older spelling
+here, still names the table's schema and warns (in every other command
+--schema names sfgen's schema).
 
 On a terminal, for a table of about 100,000 rows or more (pg_class's
 estimate), a line on stderr says it is reading and for how long;
@@ -68,7 +71,7 @@ reported, not an error; so are lease marks ahead.
 
 Examples:
   sfgen audit --dsn postgres://app@localhost/app --table orders
-  sfgen audit --table events --column event_id --schema app --time-column created_at
+  sfgen audit --table events --column event_id --table-schema app --time-column created_at
   sfgen audit --table users --layout discord --future-tolerance 5s --json
 `
 
@@ -81,7 +84,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	table := c.fs.String("table", "", "the `TABLE` to audit (required)")
 	column := c.fs.String("column", audit.DefaultColumn, "the `COLUMN` that holds the IDs")
-	schema := c.fs.String("schema", audit.DefaultSchema, "the table's `SCHEMA`")
+	schema := c.tableSchemaVar("the table's `SCHEMA`")
 	timeColumn := c.fs.String("time-column", "", "compare each ID's time with this timestamp `COLUMN`")
 	tolerance := c.fs.Duration("future-tolerance", audit.DefaultFutureTolerance, "an ID dated after the database's now() plus `D` is future")
 	threshold := c.fs.Duration("skew-threshold", audit.DefaultSkewThreshold, "with --time-column, count the rows whose |skew| exceeds `D`")
