@@ -9,6 +9,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -62,7 +63,10 @@ here, still names the table's schema and warns (in every other command
 
 On a terminal, for a table of about 100,000 rows or more (pg_class's
 estimate), a line on stderr says it is reading and for how long;
-PostgreSQL reports no progress of a single SELECT.
+PostgreSQL reports no progress of a single SELECT. Read in chunks
+(--workers 2 or more, a plain table of 8 MB or more), each connection
+reads 8 ranges of pages in turn, and the line counts them and says about
+how long the rest will take.
 
 Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
 reach the database); 2 on bad usage, which includes a table or column that
@@ -89,7 +93,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	tolerance := c.fs.Duration("future-tolerance", audit.DefaultFutureTolerance, "an ID dated after the database's now() plus `D` is future")
 	threshold := c.fs.Duration("skew-threshold", audit.DefaultSkewThreshold, "with --time-column, count the rows whose |skew| exceeds `D`")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	workers := c.intVar("workers", "read a large table through `N` connections at once, each a range of its pages, in one snapshot (1: one statement)", audit.DefaultWorkers, 1, 64)
+	workers := c.intVar("workers", "read a large table through `N` connections at once, each ranges of its pages in turn, in one snapshot (1: one statement)", audit.DefaultWorkers, 1, 64)
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -127,7 +131,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.LegacyBelow = legacy.FirstID
 	stop := func() {}
 	if isTerminal(c.stderr) {
-		stop = c.auditProgress(ctx, db, o)
+		stop, o.Progress = c.auditProgress(ctx, db, o)
 	}
 	r, err := audit.Run(ctx, db, o)
 	stop()
@@ -250,10 +254,12 @@ func fmtMs(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/100
 const progressMinRows = 100_000
 
 // auditProgress shows, on a terminal, that the audit is reading a large
-// table: its estimated rows (pg_class.reltuples) and the time so far, as
-// PostgreSQL reports no progress of a single SELECT. It returns stop,
-// which clears the line.
-func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (stop func()) {
+// table: its estimated rows (pg_class.reltuples), the time so far and,
+// where it reads in chunks, the parts read and an estimate of the time
+// left (PostgreSQL reports no progress of a single SELECT). It returns
+// stop, which clears the line, and the audit.Options.Progress that
+// counts the parts (nil below progressMinRows).
+func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (stop func(), progress func(done, total int)) {
 	schema, table := o.Schema, o.Table
 	if schema == "" {
 		schema = audit.DefaultSchema
@@ -263,19 +269,40 @@ func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (s
 		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
 		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2`, schema, table).Scan(&rows)
 	if err != nil || rows < progressMinRows {
-		return func() {}
+		return func() {}, nil
 	}
+	var p partsDone
 	ticker := time.NewTicker(250 * time.Millisecond)
 	start := time.Now()
 	clear := showProgress(c.stderr, fmt.Sprintf("sfgen audit: reading %s.%s (about %d rows)", schema, table, int64(rows)),
-		ticker.C, func() time.Duration { return time.Since(start) })
-	return func() { ticker.Stop(); clear() }
+		ticker.C, func() time.Duration { return time.Since(start) }, p.get)
+	return func() { ticker.Stop(); clear() }, p.set
+}
+
+// partsDone counts the parts of a chunked read that are done, set by
+// the goroutines reading and read by the one showing progress.
+type partsDone struct {
+	mu          sync.Mutex
+	done, total int
+}
+
+func (p *partsDone) set(done, total int) {
+	p.mu.Lock()
+	p.done, p.total = done, total
+	p.mu.Unlock()
+}
+
+func (p *partsDone) get() (done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done, p.total
 }
 
 // showProgress writes label and the elapsed time on one line of w at
 // every tick, until stop, which waits for the last write and clears the
-// line.
-func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func() time.Duration) (stop func()) {
+// line. With parts (not nil) reporting some done, it also writes how
+// many of how many, and the time left were the rest as quick.
+func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func() time.Duration, parts func() (done, total int)) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -284,7 +311,7 @@ func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func
 			case <-quit:
 				return
 			case <-tick:
-				fmt.Fprintf(w, "\r\x1b[K%s: %s", label, elapsed().Round(time.Second))
+				fmt.Fprintf(w, "\r\x1b[K%s: %s", label, progressStatus(elapsed(), parts))
 			}
 		}
 	}()
@@ -293,4 +320,20 @@ func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func
 		<-done
 		fmt.Fprint(w, "\r\x1b[K")
 	}
+}
+
+// progressStatus is the time so far, after the parts done when parts
+// reports any, and then the time left at the pace so far: "3 of 16
+// parts, 6s, about 26s left".
+func progressStatus(elapsed time.Duration, parts func() (done, total int)) string {
+	e := elapsed.Round(time.Second)
+	if parts == nil {
+		return e.String()
+	}
+	d, n := parts()
+	if d == 0 || n == 0 {
+		return e.String()
+	}
+	left := time.Duration(float64(elapsed) * float64(n-d) / float64(d)).Round(time.Second)
+	return fmt.Sprintf("%d of %d parts, %s, about %s left", d, n, e, left)
 }

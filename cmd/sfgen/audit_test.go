@@ -238,11 +238,36 @@ func TestShowProgress(t *testing.T) {
 	var b strings.Builder
 	tick := make(chan time.Time)
 	n := 0
-	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second })
+	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second }, nil)
 	tick <- time.Time{}
 	tick <- time.Time{} // received only once the first write is done
 	stop()
 	want := "\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): 1s\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): 2s\r\x1b[K"
+	if b.String() != want {
+		t.Errorf("progress wrote %q; want %q", b.String(), want)
+	}
+}
+
+// TestShowProgressParts: where the audit reads in chunks, the line also
+// gives the parts read of how many, and the time left at the pace so far
+// (issue 43, item 9); before the first part, the time alone.
+func TestShowProgressParts(t *testing.T) {
+	var b strings.Builder
+	tick := make(chan time.Time)
+	n, calls := 0, 0
+	parts := func() (int, int) { // none done at the first two ticks, then 4
+		if calls++; calls > 2 {
+			return 4, 16
+		}
+		return 0, 16
+	}
+	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second }, parts)
+	for range 3 {
+		tick <- time.Time{} // each received once the write before it is done
+	}
+	stop()
+	const label = "\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): "
+	want := label + "1s" + label + "2s" + label + "4 of 16 parts, 3s, about 9s left\r\x1b[K"
 	if b.String() != want {
 		t.Errorf("progress wrote %q; want %q", b.String(), want)
 	}
