@@ -53,6 +53,12 @@ from before): counted apart ("legacy" in --json), not as IDs, nodes or
 anomalies. Only sfgen's owner may read where convert records that; for
 another role audit says "legacy not read" and counts them as IDs.
 
+It decodes the IDs with the layout of the sfgen generator the column's
+default calls (a --layout that disagrees is refused, exit 2); without
+one, with --layout's, or else with Twitter's, which the report's first
+line then says it assumed (layout_from in --json: default, flag or
+assumed).
+
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
 (as if quoted: --table Orders is not orders), looked up in pg_catalog and
@@ -115,7 +121,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer db.Close()
 	// The layout of the generator the column defaults to (the report's
 	// first line names the layout it decoded with); a --layout that
-	// disagrees with it is refused. Without such a default, --layout's.
+	// disagrees with it is refused. Without such a default, --layout's,
+	// or Twitter's, which the report then says it assumed.
+	from, note := layoutFromFlag, ""
+	if !layout.set {
+		from, note = layoutAssumed, " (assumed: the column's default calls no sfgen generator; --layout names another)"
+	}
 	if gen, spec, found, err := catalog.DefaultGenerator(ctx, catalog.DB(db), o.Schema, o.Table, o.Column); err != nil {
 		return c.fail("read %s.%s.%s's default: %s", o.Schema, o.Table, o.Column, redactErr(err, dsn))
 	} else if l, perr := snowflake.ParseLayout(spec); found && perr == nil {
@@ -123,6 +134,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.usageError("%s.%s.%s defaults to schema %s's generator, of layout %s, not --layout %s: leave --layout out", o.Schema, o.Table, o.Column, gen, describeLayout(l), describeLayout(layout.layout))
 		}
 		layout.layout, o.Layout = l, l
+		from, note = layoutFromDefault, fmt.Sprintf(" (the column's default: schema %s's generator)", gen)
 	}
 	legacy, err := convert.Legacy(ctx, db, o.Schema, o.Table, o.Column)
 	if err != nil {
@@ -149,15 +161,16 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if code := c.printJSON(struct {
 			*audit.Report
 			LayoutName   string               `json:"layout_name"`
+			LayoutFrom   string               `json:"layout_from"`
 			LeasesAhead  []catalog.AheadLease `json:"leases_ahead"`
 			LeasesUnread []string             `json:"leases_unread,omitempty"`
 			LegacyUnread []string             `json:"legacy_unread,omitempty"`
 			Clean        bool                 `json:"clean"`
-		}{r, layoutArg(layout.layout), ahead, unread, legacy.Unread, r.Clean()}); code != exitOK {
+		}{r, layoutArg(layout.layout), from, ahead, unread, legacy.Unread, r.Clean()}); code != exitOK {
 			return code
 		}
 	} else {
-		printAudit(stdout, r, layoutArg(layout.layout), ahead, unread, legacy)
+		printAudit(stdout, r, layoutArg(layout.layout)+note, ahead, unread, legacy)
 	}
 	if !r.Clean() {
 		return exitFail
@@ -175,6 +188,14 @@ func selectHint(err error, o audit.Options) string {
 	}
 	return fmt.Sprintf("; audit reads every row: the role needs SELECT on %s.%s", o.Schema, o.Table)
 }
+
+// Where the layout audit decodes with comes from, as --json's
+// layout_from says it.
+const (
+	layoutFromDefault = "default" // the generator the column's default calls
+	layoutFromFlag    = "flag"    // --layout, the column having no such default
+	layoutAssumed     = "assumed" // Twitter's, with neither
+)
 
 func fmtTime(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z") }
 

@@ -88,7 +88,7 @@ func TestAuditPlanted(t *testing.T) {
 				fmt.Sprintf("              1          2            3  %s  %s  1\n", fmtTime(ms(now.Add(-2*time.Hour))), fmtTime(ms(now.Add(24*time.Hour)))),
 				fmt.Sprintf("              3          4            1  %s  %s  0\n", fmtTime(ms(now.Add(-90*time.Minute))), fmtTime(ms(now.Add(-90*time.Minute)))),
 				"FAIL: 1 future, 1 invalid\n",
-				"layout " + c.layout + "\n",
+				map[string]string{"twitter": "layout twitter (assumed: the column's default calls no sfgen generator; --layout names another)\n", "discord": "layout discord\n"}[c.layout],
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
@@ -99,6 +99,7 @@ func TestAuditPlanted(t *testing.T) {
 				Rows, Invalid, Future int64
 				Clean                 bool
 				LayoutName            string `json:"layout_name"`
+				LayoutFrom            string `json:"layout_from"`
 				Nodes                 []struct {
 					DC   int64 `json:"datacenter_id"`
 					M    int64 `json:"machine_id"`
@@ -108,7 +109,7 @@ func TestAuditPlanted(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFail {
 				t.Fatalf("--json: exit %d, %v:\n%s", code, err, out)
 			}
-			if r.Rows != 5 || r.Invalid != 1 || r.Future != 1 || r.Clean || r.LayoutName != c.layout || fmt.Sprint(r.Nodes) != "[{1 2 3} {3 4 1}]" {
+			if r.Rows != 5 || r.Invalid != 1 || r.Future != 1 || r.Clean || r.LayoutName != c.layout || r.LayoutFrom != map[string]string{"twitter": "assumed", "discord": "flag"}[c.layout] || fmt.Sprint(r.Nodes) != "[{1 2 3} {3 4 1}]" {
 				t.Errorf("--json: %+v", r)
 			}
 		})
@@ -386,13 +387,14 @@ func TestAuditLayoutFromDefault(t *testing.T) {
 	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--json")
 	var r struct {
 		Layout string `json:"layout_name"`
+		From   string `json:"layout_from"`
 		Nodes  []struct {
 			Datacenter int64 `json:"datacenter_id"`
 			Machine    int64 `json:"machine_id"`
 			Rows       int64 `json:"rows"`
 		} `json:"nodes"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Layout != "discord" || len(r.Nodes) != 1 || r.Nodes[0].Datacenter != 1 || r.Nodes[0].Machine != 2 {
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Layout != "discord" || r.From != "default" || len(r.Nodes) != 1 || r.Nodes[0].Datacenter != 1 || r.Nodes[0].Machine != 2 {
 		t.Errorf("audit without --layout = %d, %q, %s; want Discord's layout and node 1/2", code, errOut, out)
 	}
 	if code, _, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--layout", "twitter"); code != exitUsage || !strings.Contains(errOut, "defaults to schema disc's generator, of layout discord") {
@@ -400,6 +402,11 @@ func TestAuditLayoutFromDefault(t *testing.T) {
 	}
 	if code, _, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--layout", "discord"); code != exitOK {
 		t.Errorf("audit --layout discord = %d, %q", code, errOut)
+	}
+	// The report says where its layout came from.
+	const first = "table     public.orders, column id, layout discord (the column's default: schema disc's generator)\n"
+	if code, out, _ := sfgen(t, "audit", "--dsn", dsn, "--table", "orders"); code != exitOK || !strings.HasPrefix(out, first) {
+		t.Errorf("audit = %d:\n%s\nwant it to start %q", code, out, first)
 	}
 }
 
@@ -469,7 +476,7 @@ func TestAuditTableSchema(t *testing.T) {
 		"CREATE TABLE public.orders (id bigint)")
 	const warning = "sfgen audit: warning: --schema is deprecated here, where it names the table's schema: give --table-schema (in every other command --schema names sfgen's schema)\n"
 	_, clean, _ := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--table-schema", "app")
-	if !strings.HasPrefix(clean, "table     app.orders, column id, layout twitter\nrows      1 (0 NULL)\n") {
+	if !strings.HasPrefix(clean, "table     app.orders, column id, layout twitter (assumed: the column's default calls no sfgen generator; --layout names another)\nrows      1 (0 NULL)\n") {
 		t.Fatalf("audit --table-schema app:\n%s", clean)
 	}
 	for _, tc := range []struct {
