@@ -9,7 +9,10 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
@@ -18,7 +21,7 @@ import (
 )
 
 const auditHelp = `
-sfgen audit --dsn URL --table T [--column id] [--schema S] [--layout L] [--time-column C] [--workers N] [--json]
+sfgen audit --dsn URL --table T [--column id] [--table-schema S] [--layout L] [--time-column C] [--workers N] [--json]
 
 Checks the Snowflake IDs already stored in a table. SQL reads the table
 once and aggregates it in PostgreSQL by hash (one row per node comes back,
@@ -50,14 +53,26 @@ from before): counted apart ("legacy" in --json), not as IDs, nodes or
 anomalies. Only sfgen's owner may read where convert records that; for
 another role audit says "legacy not read" and counts them as IDs.
 
+It decodes the IDs with the layout of the sfgen generator the column's
+default calls (a --layout that disagrees is refused, exit 2); without
+one, with --layout's, or else with Twitter's, which the report's first
+line then says it assumed (layout_from in --json: default, flag or
+assumed).
+
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
 (as if quoted: --table Orders is not orders), looked up in pg_catalog and
-always quoted in the SQL.
+always quoted in the SQL. --table-schema is the table's schema; sfgen's
+is the one the column's default calls. --schema, its older spelling
+here, still names the table's schema and warns (in every other command
+--schema names sfgen's schema).
 
 On a terminal, for a table of about 100,000 rows or more (pg_class's
 estimate), a line on stderr says it is reading and for how long;
-PostgreSQL reports no progress of a single SELECT.
+PostgreSQL reports no progress of a single SELECT. Read in chunks
+(--workers 2 or more, a plain table of 8 MB or more), each connection
+reads 8 ranges of pages in turn, and the line counts them and says about
+how long the rest will take.
 
 Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
 reach the database); 2 on bad usage, which includes a table or column that
@@ -66,7 +81,7 @@ reported, not an error; so are lease marks ahead.
 
 Examples:
   sfgen audit --dsn postgres://app@localhost/app --table orders
-  sfgen audit --table events --column event_id --schema app --time-column created_at
+  sfgen audit --table events --column event_id --table-schema app --time-column created_at
   sfgen audit --table users --layout discord --future-tolerance 5s --json
 `
 
@@ -79,12 +94,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	table := c.fs.String("table", "", "the `TABLE` to audit (required)")
 	column := c.fs.String("column", audit.DefaultColumn, "the `COLUMN` that holds the IDs")
-	schema := c.fs.String("schema", audit.DefaultSchema, "the table's `SCHEMA`")
+	schema := c.tableSchemaVar("the table's `SCHEMA`")
 	timeColumn := c.fs.String("time-column", "", "compare each ID's time with this timestamp `COLUMN`")
 	tolerance := c.fs.Duration("future-tolerance", audit.DefaultFutureTolerance, "an ID dated after the database's now() plus `D` is future")
 	threshold := c.fs.Duration("skew-threshold", audit.DefaultSkewThreshold, "with --time-column, count the rows whose |skew| exceeds `D`")
 	asJSON := c.fs.Bool("json", false, "print the report as JSON")
-	workers := c.intVar("workers", "read a large table through `N` connections at once, each a range of its pages, in one snapshot (1: one statement)", audit.DefaultWorkers, 1, 64)
+	workers := c.intVar("workers", "read a large table through `N` connections at once, each ranges of its pages in turn, in one snapshot (1: one statement)", audit.DefaultWorkers, 1, 64)
 	if code, done := c.parseFlags(args); done {
 		return code
 	}
@@ -106,7 +121,12 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	defer db.Close()
 	// The layout of the generator the column defaults to (the report's
 	// first line names the layout it decoded with); a --layout that
-	// disagrees with it is refused. Without such a default, --layout's.
+	// disagrees with it is refused. Without such a default, --layout's,
+	// or Twitter's, which the report then says it assumed.
+	from, note := layoutFromFlag, ""
+	if !layout.set {
+		from, note = layoutAssumed, " (assumed: the column's default calls no sfgen generator; --layout names another)"
+	}
 	if gen, spec, found, err := catalog.DefaultGenerator(ctx, catalog.DB(db), o.Schema, o.Table, o.Column); err != nil {
 		return c.fail("read %s.%s.%s's default: %s", o.Schema, o.Table, o.Column, redactErr(err, dsn))
 	} else if l, perr := snowflake.ParseLayout(spec); found && perr == nil {
@@ -114,6 +134,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			return c.usageError("%s.%s.%s defaults to schema %s's generator, of layout %s, not --layout %s: leave --layout out", o.Schema, o.Table, o.Column, gen, describeLayout(l), describeLayout(layout.layout))
 		}
 		layout.layout, o.Layout = l, l
+		from, note = layoutFromDefault, fmt.Sprintf(" (the column's default: schema %s's generator)", gen)
 	}
 	legacy, err := convert.Legacy(ctx, db, o.Schema, o.Table, o.Column)
 	if err != nil {
@@ -122,7 +143,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	o.LegacyBelow = legacy.FirstID
 	stop := func() {}
 	if isTerminal(c.stderr) {
-		stop = c.auditProgress(ctx, db, o)
+		stop, o.Progress = c.auditProgress(ctx, db, o)
 	}
 	r, err := audit.Run(ctx, db, o)
 	stop()
@@ -130,7 +151,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case errors.Is(err, audit.ErrNotFound), errors.Is(err, audit.ErrColumnType), errors.Is(err, audit.ErrInvalidName), errors.Is(err, audit.ErrOthersCode):
 		return c.usageError("%v", err)
 	case err != nil:
-		return c.fail("%s", redactErr(err, dsn))
+		return c.fail("%s%s", redactErr(err, dsn), selectHint(err, o))
 	}
 	ahead, unread, err := aheadLeases(ctx, db, layout.layout)
 	if err != nil {
@@ -140,21 +161,41 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		if code := c.printJSON(struct {
 			*audit.Report
 			LayoutName   string               `json:"layout_name"`
+			LayoutFrom   string               `json:"layout_from"`
 			LeasesAhead  []catalog.AheadLease `json:"leases_ahead"`
 			LeasesUnread []string             `json:"leases_unread,omitempty"`
 			LegacyUnread []string             `json:"legacy_unread,omitempty"`
 			Clean        bool                 `json:"clean"`
-		}{r, layoutArg(layout.layout), ahead, unread, legacy.Unread, r.Clean()}); code != exitOK {
+		}{r, layoutArg(layout.layout), from, ahead, unread, legacy.Unread, r.Clean()}); code != exitOK {
 			return code
 		}
 	} else {
-		printAudit(stdout, r, layoutArg(layout.layout), ahead, unread, legacy)
+		printAudit(stdout, r, layoutArg(layout.layout)+note, ahead, unread, legacy)
 	}
 	if !r.Clean() {
 		return exitFail
 	}
 	return exitOK
 }
+
+// selectHint is what to do when audit's read of the table was refused
+// for want of SELECT on it: "; the role needs SELECT on SCHEMA.TABLE";
+// "" for any other error.
+func selectHint(err error, o audit.Options) string {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" || !strings.HasPrefix(pe.Message, "permission denied for table ") {
+		return ""
+	}
+	return fmt.Sprintf("; audit reads every row: the role needs SELECT on %s.%s", o.Schema, o.Table)
+}
+
+// Where the layout audit decodes with comes from, as --json's
+// layout_from says it.
+const (
+	layoutFromDefault = "default" // the generator the column's default calls
+	layoutFromFlag    = "flag"    // --layout, the column having no such default
+	layoutAssumed     = "assumed" // Twitter's, with neither
+)
 
 func fmtTime(t time.Time) string { return t.Format("2006-01-02T15:04:05.000Z") }
 
@@ -234,10 +275,12 @@ func fmtMs(v float64) string { return strconv.FormatFloat(math.Round(v*1000)/100
 const progressMinRows = 100_000
 
 // auditProgress shows, on a terminal, that the audit is reading a large
-// table: its estimated rows (pg_class.reltuples) and the time so far, as
-// PostgreSQL reports no progress of a single SELECT. It returns stop,
-// which clears the line.
-func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (stop func()) {
+// table: its estimated rows (pg_class.reltuples), the time so far and,
+// where it reads in chunks, the parts read and an estimate of the time
+// left (PostgreSQL reports no progress of a single SELECT). It returns
+// stop, which clears the line, and the audit.Options.Progress that
+// counts the parts (nil below progressMinRows).
+func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (stop func(), progress func(done, total int)) {
 	schema, table := o.Schema, o.Table
 	if schema == "" {
 		schema = audit.DefaultSchema
@@ -247,19 +290,40 @@ func (c *cli) auditProgress(ctx context.Context, db *sql.DB, o audit.Options) (s
 		JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
 		WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2`, schema, table).Scan(&rows)
 	if err != nil || rows < progressMinRows {
-		return func() {}
+		return func() {}, nil
 	}
+	var p partsDone
 	ticker := time.NewTicker(250 * time.Millisecond)
 	start := time.Now()
 	clear := showProgress(c.stderr, fmt.Sprintf("sfgen audit: reading %s.%s (about %d rows)", schema, table, int64(rows)),
-		ticker.C, func() time.Duration { return time.Since(start) })
-	return func() { ticker.Stop(); clear() }
+		ticker.C, func() time.Duration { return time.Since(start) }, p.get)
+	return func() { ticker.Stop(); clear() }, p.set
+}
+
+// partsDone counts the parts of a chunked read that are done, set by
+// the goroutines reading and read by the one showing progress.
+type partsDone struct {
+	mu          sync.Mutex
+	done, total int
+}
+
+func (p *partsDone) set(done, total int) {
+	p.mu.Lock()
+	p.done, p.total = done, total
+	p.mu.Unlock()
+}
+
+func (p *partsDone) get() (done, total int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.done, p.total
 }
 
 // showProgress writes label and the elapsed time on one line of w at
 // every tick, until stop, which waits for the last write and clears the
-// line.
-func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func() time.Duration) (stop func()) {
+// line. With parts (not nil) reporting some done, it also writes how
+// many of how many, and the time left were the rest as quick.
+func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func() time.Duration, parts func() (done, total int)) (stop func()) {
 	quit, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
@@ -268,7 +332,7 @@ func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func
 			case <-quit:
 				return
 			case <-tick:
-				fmt.Fprintf(w, "\r\x1b[K%s: %s", label, elapsed().Round(time.Second))
+				fmt.Fprintf(w, "\r\x1b[K%s: %s", label, progressStatus(elapsed(), parts))
 			}
 		}
 	}()
@@ -277,4 +341,20 @@ func showProgress(w io.Writer, label string, tick <-chan time.Time, elapsed func
 		<-done
 		fmt.Fprint(w, "\r\x1b[K")
 	}
+}
+
+// progressStatus is the time so far, after the parts done when parts
+// reports any, and then the time left at the pace so far: "3 of 16
+// parts, 6s, about 26s left".
+func progressStatus(elapsed time.Duration, parts func() (done, total int)) string {
+	e := elapsed.Round(time.Second)
+	if parts == nil {
+		return e.String()
+	}
+	d, n := parts()
+	if d == 0 || n == 0 {
+		return e.String()
+	}
+	left := time.Duration(float64(elapsed) * float64(n-d) / float64(d)).Round(time.Second)
+	return fmt.Sprintf("%d of %d parts, %s, about %s left", d, n, e, left)
 }

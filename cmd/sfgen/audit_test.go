@@ -88,7 +88,7 @@ func TestAuditPlanted(t *testing.T) {
 				fmt.Sprintf("              1          2            3  %s  %s  1\n", fmtTime(ms(now.Add(-2*time.Hour))), fmtTime(ms(now.Add(24*time.Hour)))),
 				fmt.Sprintf("              3          4            1  %s  %s  0\n", fmtTime(ms(now.Add(-90*time.Minute))), fmtTime(ms(now.Add(-90*time.Minute)))),
 				"FAIL: 1 future, 1 invalid\n",
-				"layout " + c.layout + "\n",
+				map[string]string{"twitter": "layout twitter (assumed: the column's default calls no sfgen generator; --layout names another)\n", "discord": "layout discord\n"}[c.layout],
 			} {
 				if !strings.Contains(out, want) {
 					t.Errorf("output lacks %q:\n%s", want, out)
@@ -99,6 +99,7 @@ func TestAuditPlanted(t *testing.T) {
 				Rows, Invalid, Future int64
 				Clean                 bool
 				LayoutName            string `json:"layout_name"`
+				LayoutFrom            string `json:"layout_from"`
 				Nodes                 []struct {
 					DC   int64 `json:"datacenter_id"`
 					M    int64 `json:"machine_id"`
@@ -108,7 +109,7 @@ func TestAuditPlanted(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &r); err != nil || code != exitFail {
 				t.Fatalf("--json: exit %d, %v:\n%s", code, err, out)
 			}
-			if r.Rows != 5 || r.Invalid != 1 || r.Future != 1 || r.Clean || r.LayoutName != c.layout || fmt.Sprint(r.Nodes) != "[{1 2 3} {3 4 1}]" {
+			if r.Rows != 5 || r.Invalid != 1 || r.Future != 1 || r.Clean || r.LayoutName != c.layout || r.LayoutFrom != map[string]string{"twitter": "assumed", "discord": "flag"}[c.layout] || fmt.Sprint(r.Nodes) != "[{1 2 3} {3 4 1}]" {
 				t.Errorf("--json: %+v", r)
 			}
 		})
@@ -208,11 +209,11 @@ func TestAuditUsage(t *testing.T) {
 		{[]string{"--table", `orders"; DROP TABLE public.orders; --`}, `table public.orders"; DROP TABLE public.orders; -- does not exist`},
 		{[]string{"--table", "orders; DROP TABLE public.orders"}, "does not exist"},
 		{[]string{"--table", "orders", "--column", `id") FROM public.orders; DROP TABLE public.orders; --`}, "does not exist"},
-		{[]string{"--schema", `public"; DROP TABLE public.orders; --`, "--table", "orders"}, "does not exist"},
+		{[]string{"--table-schema", `public"; DROP TABLE public.orders; --`, "--table", "orders"}, "does not exist"},
 		{[]string{"--table", "orders", "--time-column", `created_at"; DROP TABLE public.orders; --`}, "does not exist"},
 		{[]string{"--table", strings.Repeat("x", 64)}, "64 bytes; want at most 63"},
 		{[]string{"--table", strings.Repeat("x", 100<<10)}, `invalid table name "` + strings.Repeat("x", 64) + `"…: 102400 bytes; want at most 63`},
-		{[]string{"--schema", strings.Repeat("s", 100<<10), "--table", "orders"}, `invalid schema name "` + strings.Repeat("s", 64) + `"…: 102400 bytes`},
+		{[]string{"--table-schema", strings.Repeat("s", 100<<10), "--table", "orders"}, `invalid schema name "` + strings.Repeat("s", 64) + `"…: 102400 bytes`},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn}, c.args...)...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "sfgen audit: ") || !strings.Contains(errOut, c.want) || strings.Count(errOut, "\n") != 1 {
@@ -238,11 +239,36 @@ func TestShowProgress(t *testing.T) {
 	var b strings.Builder
 	tick := make(chan time.Time)
 	n := 0
-	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second })
+	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second }, nil)
 	tick <- time.Time{}
 	tick <- time.Time{} // received only once the first write is done
 	stop()
 	want := "\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): 1s\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): 2s\r\x1b[K"
+	if b.String() != want {
+		t.Errorf("progress wrote %q; want %q", b.String(), want)
+	}
+}
+
+// TestShowProgressParts: where the audit reads in chunks, the line also
+// gives the parts read of how many, and the time left at the pace so far
+// (issue 43, item 9); before the first part, the time alone.
+func TestShowProgressParts(t *testing.T) {
+	var b strings.Builder
+	tick := make(chan time.Time)
+	n, calls := 0, 0
+	parts := func() (int, int) { // none done at the first two ticks, then 4
+		if calls++; calls > 2 {
+			return 4, 16
+		}
+		return 0, 16
+	}
+	stop := showProgress(&b, "sfgen audit: reading public.big (about 3000000 rows)", tick, func() time.Duration { n++; return time.Duration(n) * time.Second }, parts)
+	for range 3 {
+		tick <- time.Time{} // each received once the write before it is done
+	}
+	stop()
+	const label = "\r\x1b[Ksfgen audit: reading public.big (about 3000000 rows): "
+	want := label + "1s" + label + "2s" + label + "4 of 16 parts, 3s, about 9s left\r\x1b[K"
 	if b.String() != want {
 		t.Errorf("progress wrote %q; want %q", b.String(), want)
 	}
@@ -361,13 +387,14 @@ func TestAuditLayoutFromDefault(t *testing.T) {
 	code, out, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--json")
 	var r struct {
 		Layout string `json:"layout_name"`
+		From   string `json:"layout_from"`
 		Nodes  []struct {
 			Datacenter int64 `json:"datacenter_id"`
 			Machine    int64 `json:"machine_id"`
 			Rows       int64 `json:"rows"`
 		} `json:"nodes"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Layout != "discord" || len(r.Nodes) != 1 || r.Nodes[0].Datacenter != 1 || r.Nodes[0].Machine != 2 {
+	if code != exitOK || json.Unmarshal([]byte(out), &r) != nil || r.Layout != "discord" || r.From != "default" || len(r.Nodes) != 1 || r.Nodes[0].Datacenter != 1 || r.Nodes[0].Machine != 2 {
 		t.Errorf("audit without --layout = %d, %q, %s; want Discord's layout and node 1/2", code, errOut, out)
 	}
 	if code, _, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--layout", "twitter"); code != exitUsage || !strings.Contains(errOut, "defaults to schema disc's generator, of layout discord") {
@@ -375,6 +402,11 @@ func TestAuditLayoutFromDefault(t *testing.T) {
 	}
 	if code, _, errOut := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--layout", "discord"); code != exitOK {
 		t.Errorf("audit --layout discord = %d, %q", code, errOut)
+	}
+	// The report says where its layout came from.
+	const first = "table     public.orders, column id, layout discord (the column's default: schema disc's generator)\n"
+	if code, out, _ := sfgen(t, "audit", "--dsn", dsn, "--table", "orders"); code != exitOK || !strings.HasPrefix(out, first) {
+		t.Errorf("audit = %d:\n%s\nwant it to start %q", code, out, first)
 	}
 }
 
@@ -422,5 +454,46 @@ END $$`)
 	}
 	if superuser() {
 		t.Fatal("audit made mallory a superuser")
+	}
+}
+
+// withoutNow is an audit report without its "future" line, which gives
+// the database's now().
+func withoutNow(report string) string {
+	return regexp.MustCompile(`(?m)^future .*$`).ReplaceAllString(report, "future")
+}
+
+// TestAuditTableSchema: --table-schema names the table's schema, as
+// --schema did in audit while it names sfgen's schema in every other
+// command (issue 43, item 5). --schema still works, unchanged on stdout
+// and in its exit status, and warns naming --table-schema; the two
+// given with different values are refused; the issue's mistake, --schema
+// meant as sfgen's, gets the warning before the missing table.
+func TestAuditTableSchema(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	db := testDB(t, dsn)
+	execAll(t, db, "CREATE SCHEMA app", "CREATE TABLE app.orders (id bigint)", "INSERT INTO app.orders VALUES (4194439168)",
+		"CREATE TABLE public.orders (id bigint)")
+	const warning = "sfgen audit: warning: --schema is deprecated here, where it names the table's schema: give --table-schema (in every other command --schema names sfgen's schema)\n"
+	_, clean, _ := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--table-schema", "app")
+	if !strings.HasPrefix(clean, "table     app.orders, column id, layout twitter (assumed: the column's default calls no sfgen generator; --layout names another)\nrows      1 (0 NULL)\n") {
+		t.Fatalf("audit --table-schema app:\n%s", clean)
+	}
+	for _, tc := range []struct {
+		args         []string
+		code         int
+		stdout, errs string
+	}{
+		{[]string{"--table-schema", "app"}, exitOK, clean, ""},
+		{[]string{"--schema", "app"}, exitOK, clean, warning},
+		{[]string{"--schema", "app", "--table-schema", "app"}, exitOK, clean, warning},
+		{[]string{"--schema", "app", "--table-schema", "public"}, exitUsage, "",
+			"sfgen audit: --schema and --table-schema differ: give --table-schema alone (--schema is its deprecated spelling)\n"},
+		{[]string{"--schema", "ids"}, exitUsage, "", warning + "sfgen audit: table ids.orders does not exist (names are matched exactly, as if quoted)\n"},
+	} {
+		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn, "--table", "orders"}, tc.args...)...)
+		if code != tc.code || withoutNow(out) != withoutNow(tc.stdout) || errOut != tc.errs {
+			t.Errorf("audit %q = exit %d, stderr %q, stdout\n%s\nwant exit %d, stderr %q, stdout\n%s", tc.args, code, errOut, out, tc.code, tc.errs, tc.stdout)
+		}
 	}
 }

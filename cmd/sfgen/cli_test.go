@@ -389,13 +389,51 @@ func TestHalfANodeRefused(t *testing.T) {
 	}
 }
 
-// TestEmptySchemaRefused: --schema given empty is exit 2 with one line on
-// every command that takes sfgen's schema, never public unawares.
+// TestEmptySchemaRefused: a schema flag given empty is exit 2 with one
+// line on every command that takes one, sfgen's schema or a table's,
+// never public unawares (issue 43, item 8: a script with an unset
+// variable installed into public). Nothing is connected to: the
+// database named is unreachable, and the refusal comes first.
 func TestEmptySchemaRefused(t *testing.T) {
-	for _, cmd := range [][]string{{"sql"}, {"install", "--dsn", "postgres://nobody@127.0.0.1:1/none"}, {"node", "--dsn", "postgres://nobody@127.0.0.1:1/none"}, {"resume", "--dsn", "postgres://nobody@127.0.0.1:1/none"}} {
-		code, out, errOut := sfgen(t, append(slices.Clone(cmd), "--schema", "")...)
-		if want := "sfgen " + cmd[0] + ": --schema is empty: give a schema's name, or leave --schema out for public\n"; code != exitUsage || out != "" || errOut != want {
-			t.Errorf("sfgen %s --schema '' = %d, %q, %q; want exit 2 and %q", cmd[0], code, out, errOut, want)
+	const nowhere = "postgres://nobody@127.0.0.1:1/none?connect_timeout=1"
+	for _, tc := range []struct {
+		args []string // the command and what it needs besides the empty flag
+		flag string
+	}{
+		{[]string{"sql"}, "schema"},
+		{[]string{"migration", "--dir", t.TempDir()}, "schema"},
+		{[]string{"install", "--dsn", nowhere}, "schema"},
+		{[]string{"node", "--dsn", nowhere}, "schema"},
+		{[]string{"verify", "--dsn", nowhere}, "schema"},
+		{[]string{"next", "--dsn", nowhere}, "schema"},
+		{[]string{"bench", "--dsn", nowhere}, "schema"},
+		{[]string{"resume", "--dsn", nowhere}, "schema"},
+		{[]string{"audit", "--dsn", nowhere, "--table", "t"}, "schema"},
+		{[]string{"convert", "--dsn", nowhere, "--table", "t"}, "schema"},
+		{[]string{"convert", "--dsn", nowhere, "--table", "t"}, "sfgen-schema"},
+	} {
+		for _, form := range [][]string{{"--" + tc.flag, ""}, {"--" + tc.flag + "="}} {
+			args := append(slices.Clone(tc.args), form...)
+			code, out, errOut := sfgen(t, args...)
+			want := "sfgen " + tc.args[0] + ": --" + tc.flag + " is empty: give a schema's name, or leave --" + tc.flag + " out for public\n"
+			if code != exitUsage || out != "" || errOut != want {
+				t.Errorf("sfgen %q = %d, %q, %q; want exit 2 and %q", args, code, out, errOut, want)
+			}
+		}
+	}
+}
+
+// TestHelpStartsWithSummary: every command's --help says first, in one
+// line, what the command does (its line in sfgen --help), then a blank
+// line and the usage (issue 43, item 9: the help ran to 70-100 lines of
+// prose with no short summary first).
+func TestHelpStartsWithSummary(t *testing.T) {
+	for _, c := range commands {
+		code, out, _ := sfgen(t, c.name, "--help")
+		want := "sfgen " + c.name + ": " + c.summary + "\n\nUsage:\n  sfgen " + c.name
+		if code != exitOK || !strings.HasPrefix(out, want) {
+			first, _, _ := strings.Cut(out, "\n")
+			t.Errorf("sfgen %s --help = exit %d, first line %q; want %q", c.name, code, first, want)
 		}
 	}
 }

@@ -361,3 +361,49 @@ func TestBenchIgnoresLookAlikes(t *testing.T) {
 		t.Errorf("bench ran mallory's %s %d times", ran[0], len(ran))
 	}
 }
+
+// TestShortPasswordsNotGarbled: the server's errors reach the user as the
+// server wrote them when the password is a short word that also stands
+// inside them (issue 43, item 6: the password was replaced wherever its
+// letters stood). Each role's password is the one named, so that a server
+// that asks for passwords lets it in.
+func TestShortPasswordsNotGarbled(t *testing.T) {
+	t.Setenv("PGPASSWORD", "")
+	t.Setenv("DATABASE_URL", "")
+	dsn := pgtest.DSN(t)
+	execAll(t, testDB(t, dsn), "CREATE TABLE orders (id bigint PRIMARY KEY, item text)")
+	// as returns dsn as role, with password, at database db ("" keeps
+	// dsn's).
+	as := func(role, password, db string) string {
+		u, err := url.Parse(dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.User = url.UserPassword(role, password)
+		if db != "" {
+			u.Path = "/" + db
+		}
+		return u.String()
+	}
+	app := pgtest.Role(t, dsn, "app", "LOGIN PASSWORD 'app'")
+	r := pgtest.Role(t, dsn, "r", "LOGIN PASSWORD 'r'")
+	same := pgtest.Role(t, dsn, "same", "LOGIN")
+	execAll(t, testDB(t, dsn), "ALTER ROLE "+same+" PASSWORD '"+same+"'") // the password is the role's name
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // in the one line on stderr, as the server said it
+	}{
+		{"app in a database's name", []string{"node", "--dsn", as(app, "app", "nosuchapp")}, `database "nosuchapp" does not exist`},
+		{"r in every other word", []string{"audit", "--dsn", as(r, "r", ""), "--table", "orders"}, "ERROR: permission denied for table orders (SQLSTATE 42501)"},
+		{"the role's name", []string{"node", "--dsn", as(same, same, "nosuch")}, "failed to connect to `user=" + same + " database=nosuch`"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := sfgen(t, tc.args...)
+			oneLine(t, errOut)
+			if code != exitFail || out != "" || !strings.Contains(errOut, tc.want) || strings.Contains(errOut, "xxxxx") {
+				t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q as it is", code, out, errOut, tc.want)
+			}
+		})
+	}
+}

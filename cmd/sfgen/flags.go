@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/big"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -67,6 +68,9 @@ func (c *cli) parse(args []string) (pos []string, code int, done bool) {
 	if err != nil {
 		return nil, c.usageError("%s; see 'sfgen %s --help'", flagError(err), c.name), true
 	}
+	if err := c.emptySchema(); err != nil {
+		return nil, c.usageError("%v", err), true
+	}
 	for _, check := range c.checks {
 		if err := check(); err != nil {
 			return nil, c.usageError("%v", err), true
@@ -113,7 +117,13 @@ func (c *cli) fail(format string, args ...any) int {
 	return exitFail
 }
 
+// printHelp writes the command's help: what it does in one line (its
+// summary in sfgen --help), then its usage, prose and examples, then
+// its flags.
 func (c *cli) printHelp(w io.Writer) {
+	if s := summary(c.name); s != "" {
+		fmt.Fprintf(w, "sfgen %s: %s\n\n", c.name, s)
+	}
 	fmt.Fprintf(w, "Usage:\n  %s\n\nFlags:\n", strings.TrimSpace(c.help))
 	c.fs.VisitAll(func(f *flag.Flag) {
 		name, usage := flag.UnquoteUsage(f)
@@ -127,6 +137,17 @@ func (c *cli) printHelp(w io.Writer) {
 		}
 		fmt.Fprintln(w)
 	})
+}
+
+// summary returns the one line sfgen --help gives command name, "" for
+// a name it does not list.
+func summary(name string) string {
+	for _, c := range commands {
+		if c.name == name {
+			return c.summary
+		}
+	}
+	return ""
 }
 
 func isBoolFlag(f *flag.Flag) bool {
@@ -257,18 +278,56 @@ func (c *cli) fieldVar(l snowflake.Layout, fld snowflake.Field, usage, def strin
 	return f
 }
 
-// schemaVar defines --schema, the name of a schema, public when not given,
-// checked by catalog.ParseSchema. Given empty, it is refused: a script
-// whose variable is unset must not install into public unawares.
+// schemaFlags are the flags, on any command, that name a schema: sfgen's
+// (--schema, convert's --sfgen-schema) or a table's (audit's and
+// convert's --schema, audit's --table-schema). Each is public when not
+// given, and refused when given empty (see emptySchema).
+var schemaFlags = []string{"schema", "sfgen-schema", "table-schema"}
+
+// emptySchema returns the error for a schema flag given empty: public is
+// what leaving it out means, and a script whose variable is unset must
+// not work in public unawares.
+func (c *cli) emptySchema() error {
+	var err error
+	c.fs.Visit(func(f *flag.Flag) {
+		if err == nil && slices.Contains(schemaFlags, f.Name) && f.Value.String() == "" {
+			err = fmt.Errorf("--%s is empty: give a schema's name, or leave --%s out for public", f.Name, f.Name)
+		}
+	})
+	return err
+}
+
+// schemaVar defines --schema, the name of a schema, public when not given
+// (and refused given empty: emptySchema), checked by catalog.ParseSchema.
 func (c *cli) schemaVar(usage string) *string {
 	s := c.fs.String("schema", catalog.Public.Name(), usage)
 	c.checks = append(c.checks, func() error {
-		if *s == "" {
-			return errors.New("--schema is empty: give a schema's name, or leave --schema out for public")
-		}
 		parsed, err := catalog.ParseSchema(*s)
 		*s = parsed.Name()
 		return err
+	})
+	return s
+}
+
+// tableSchemaVar defines --table-schema, the schema of the table a
+// command reads (public when not given), and --schema as its deprecated
+// spelling: in every other command --schema names sfgen's schema, so
+// given here it still names the table's, as it did, and warns, naming
+// --table-schema. It returns the table's schema, set once the flags are
+// checked.
+func (c *cli) tableSchemaVar(usage string) *string {
+	s := c.fs.String("table-schema", catalog.Public.Name(), usage)
+	old := c.fs.String("schema", "", "the table's `SCHEMA`: the deprecated spelling of --table-schema (in every other command --schema names sfgen's schema)")
+	c.checks = append(c.checks, func() error {
+		if !c.flagSet("schema") {
+			return nil
+		}
+		if c.flagSet("table-schema") && *s != *old {
+			return errors.New("--schema and --table-schema differ: give --table-schema alone (--schema is its deprecated spelling)")
+		}
+		*s = *old
+		fmt.Fprintf(c.stderr, "sfgen %s: warning: --schema is deprecated here, where it names the table's schema: give --table-schema (in every other command --schema names sfgen's schema)\n", c.name)
+		return nil
 	})
 	return s
 }

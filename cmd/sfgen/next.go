@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -212,6 +213,12 @@ func (c *cli) takeLease(ctx context.Context, dsn, schema string, ttl time.Durati
 		c.actingAs(role, schema)
 	}
 	lease, err := sfgenpg.TakeLease(ctx, db, sfgenpg.LeaseOptions{Schema: schema, TTL: ttl})
+	if errors.Is(err, sfgenpg.ErrNoLeases) {
+		if fix, ok := installedElsewhere(ctx, catalog.DB(db), schema); ok {
+			db.Close()
+			return leased{}, c.fail("take a node lease: sfgen is not installed in schema %s; %s", schema, fix), false
+		}
+	}
 	if err != nil {
 		db.Close()
 		return leased{}, c.fail("%s", redactErr(err, dsn)), false

@@ -182,7 +182,7 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		return c.fail("read the node: %s", redactErr(err, dsn))
 	}
 	if !in.Has(catalog.FuncNode) {
-		return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; run 'sfgen install' first", schema)
+		return c.fail("sfgen's snowflake_next_id() is not installed in schema %s; %s", schema, notInstalledFix(ctx, catalog.DB(tx), schema))
 	}
 	unset := in.Node.State == catalog.NodeUnset
 	oldDC, oldM, release := in.Node.Datacenter, in.Node.Machine, in.Release

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/pgmajor"
 	"github.com/sfgen/sfgen/internal/verify"
@@ -122,6 +123,11 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	if mismatch := (*verify.LayoutMismatchError)(nil); errors.As(err, &mismatch) {
 		return c.fail("schema %s was generated for layout %s, not --layout %s; leave --layout out to check the layout the schema records",
 			mismatch.Schema, describeLayout(mismatch.Has), describeLayout(mismatch.Want))
+	}
+	if errors.Is(err, verify.ErrNotInstalled) {
+		if fix, ok := installedElsewhere(ctx, catalog.PGX(pool), *schema); ok {
+			return c.fail("sfgen is not installed in schema %s; %s", *schema, fix)
+		}
 	}
 	if errors.Is(err, verify.ErrNotInstalled) || errors.Is(err, verify.ErrLayoutMismatch) {
 		return c.fail("%v", err)

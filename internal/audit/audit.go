@@ -199,6 +199,14 @@ type Options struct {
 	// is given a *sql.DB; 0 means DefaultWorkers, 1 one statement.
 	Workers int
 
+	// Progress, when not nil, is called as each part of a table read in
+	// chunks (Workers connections, each reading partsPerWorker ranges of
+	// its pages in turn) is done, with the parts done so far and their
+	// number; one call at a time, from the goroutines that read. A
+	// table read in one statement gets no call: PostgreSQL reports no
+	// progress of a single SELECT.
+	Progress func(done, total int)
+
 	// Distributed says the table is one that Citus spreads over its
 	// nodes (it is in pg_dist_partition; Run finds out itself). Query
 	// then leaves its subqueries for the planner to flatten, so that
@@ -217,6 +225,12 @@ const DefaultWorkers = 2
 // chunks (8 MB with 8 kB pages): below it one statement is as quick.
 // Tests lower it.
 var minChunkPages int64 = 1024
+
+// partsPerWorker is how many ranges of the table's pages each connection
+// reading in chunks reads in turn: parts small enough that
+// Options.Progress moves during a long read, few enough that their
+// statements cost nothing beside the scan.
+const partsPerWorker = 8
 
 func (o Options) withDefaults() Options {
 	if o.Schema == "" {
@@ -537,7 +551,7 @@ type conner interface {
 }
 
 // chunkable returns the table's size in pages, and whether Run should
-// read it in chunks: no time column, more than one worker, a plain table
+// read it in chunks: more than one worker, a plain table
 // of MinChunkPages or more, and a db that hands out connections.
 func chunkable(ctx context.Context, tx *sql.Tx, db Querier, o Options) (int64, bool) {
 	if _, ok := db.(conner); !ok || o.workers() < 2 {
@@ -559,10 +573,11 @@ func (o Options) workers() int {
 	return o.Workers
 }
 
-// scanChunks reads the table in o.workers() ranges of its pages at once:
-// the first in tx, the others each on a connection of db's own, in a
-// transaction that imports tx's snapshot (so all see the same rows), and
-// merges what they found. Every chunk dates "future" from tx's now().
+// scanChunks reads the table on o.workers() connections at once, each
+// partsPerWorker ranges of its pages in turn: the first worker in tx, the
+// others each on a connection of db's own, in a transaction that imports
+// tx's snapshot (so all see the same rows), and merges what they found.
+// Every part dates "future" from tx's now().
 func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int64) (*Report, error) {
 	var snapshot string
 	var nowMs int64
@@ -570,41 +585,73 @@ func scanChunks(ctx context.Context, tx *sql.Tx, db conner, o Options, pages int
 		return nil, err
 	}
 	n := int64(o.workers())
+	parts := n * partsPerWorker
 	q := chunkQuery(o)
 	tol := o.FutureTolerance.Milliseconds()
 	bound := func(i int64) string {
-		if i == n {
+		if i == parts {
 			return "(4294967295,65535)" // the last tid there is: past every row
 		}
-		return fmt.Sprintf("(%d,0)", i*pages/n)
+		return fmt.Sprintf("(%d,0)", i*pages/parts)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// Each chunk's rows (with a time column its histogram), added up
+	// Each part's rows (with a time column its histogram), added up
 	// before the percentiles.
-	hists := make([][]bucket, n)
-	errs := make([]error, n)
-	read := func(i int64, tx *sql.Tx) (err error) {
-		hists[i], err = histogram(ctx, tx, o, q, tol, nowMs, bound(i), bound(i+1))
-		return err
+	hists := make([][]bucket, parts)
+	var mu sync.Mutex
+	done := 0
+	// read reads, in tx, worker w's parts: w, w+n, w+2n and so on.
+	read := func(w int64, tx *sql.Tx) error {
+		for i := w; i < parts; i += n {
+			h, err := histogram(ctx, tx, o, q, tol, nowMs, bound(i), bound(i+1))
+			if err != nil {
+				return err
+			}
+			hists[i] = h
+			if o.Progress != nil {
+				mu.Lock()
+				done++
+				o.Progress(done, int(parts))
+				mu.Unlock()
+			}
+		}
+		return nil
 	}
+	var first firstError
 	var wg sync.WaitGroup
 	for i := int64(1); i < n; i++ {
 		wg.Go(func() {
-			errs[i] = inImported(ctx, db, snapshot, func(tx *sql.Tx) error { return read(i, tx) })
-			if errs[i] != nil {
-				cancel()
-			}
+			first.set(inImported(ctx, db, snapshot, func(tx *sql.Tx) error { return read(i, tx) }), cancel)
 		})
 	}
-	if errs[0] = read(0, tx); errs[0] != nil {
-		cancel()
-	}
+	first.set(read(0, tx), cancel)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
+	if first.err != nil {
+		return nil, first.err
 	}
 	return build(o, finals(hists, o.TimeColumn != ""), nowMs), nil
+}
+
+// A firstError keeps the first error of the chunks that read at once:
+// the cause. The others' errors come after it cancelled them (a chunk's
+// connection that failed with "context canceled"), and would only bury
+// the cause.
+type firstError struct {
+	once sync.Once
+	err  error
+}
+
+// set keeps err if it is the first, and then calls cancel, which stops
+// the other chunks. A nil err is no error.
+func (f *firstError) set(err error, cancel func()) {
+	if err == nil {
+		return
+	}
+	f.once.Do(func() {
+		f.err = err
+		cancel()
+	})
 }
 
 // inImported runs read on a connection of db's own, in a read-only

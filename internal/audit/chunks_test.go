@@ -47,9 +47,16 @@ func TestChunksAgree(t *testing.T) {
 		}
 		for _, w := range []int{2, 3, 7} {
 			o.Workers = w
+			var calls [][2]int // one call at a time: no lock needed
+			o.Progress = func(done, total int) { calls = append(calls, [2]int{done, total}) }
 			got, err := audit.Run(context.Background(), db, o)
 			if err != nil {
 				t.Fatalf("%d workers: %v", w, err)
+			}
+			// Progress: each part once, counted up to their number, 8 a
+			// worker.
+			if parts := 8 * w; len(calls) != parts || calls[0] != [2]int{1, parts} || calls[parts-1] != [2]int{parts, parts} {
+				t.Errorf("%d workers: progress %v; want 1 to %d of %d", w, calls, parts, parts)
 			}
 			// now() is each run's own.
 			got.Now, got.FutureAfter = want.Now, want.FutureAfter

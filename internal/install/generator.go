@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/native"
@@ -190,10 +191,13 @@ type generatorPlan struct {
 // library and loads it.
 func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generatorPlan, error) {
 	p := &generatorPlan{want: o.Generator}
+	// The schema first, as the install reads it whichever generator was
+	// asked for: its errors are the schema's, not the native generator's.
+	if err := readSchema(ctx, conn, o.SQL.Schema); err != nil {
+		return nil, err
+	}
 	var err error
 	if p.before, err = native.InstalledLibrary(ctx, conn, o.SQL.Schema); err != nil {
-		// An untrusted schema is the install's refusal, whichever
-		// generator was asked for: say so as its trust check does.
 		return nil, untrustedCheck(o.SQL.Schema, err)
 	}
 	g, err := native.InstalledGenerator(ctx, conn, o.SQL.Schema)
@@ -264,6 +268,43 @@ func prepareGenerator(ctx context.Context, conn *pgx.Conn, o Options) (*generato
 		}
 	}
 	return p, nil
+}
+
+// readSchema reads what schema holds of sfgen (catalog.Inspect). An
+// untrusted schema is the install's refusal, said as its trust check says
+// it; a schema the role may not use, a *CheckError wrapping ErrPrivilege
+// that names its owner (see noUsage).
+func readSchema(ctx context.Context, conn *pgx.Conn, schema string) error {
+	s, err := catalog.ParseSchema(schema)
+	if err != nil {
+		return err
+	}
+	if _, err := catalog.Inspect(ctx, catalog.PGX(conn), s); err != nil {
+		if denied := noUsage(ctx, conn, schema, err); denied != nil {
+			return denied
+		}
+		return untrustedCheck(schema, err)
+	}
+	return nil
+}
+
+// noUsage returns, when err is a permission error (SQLSTATE 42501) and the
+// connecting role has no USAGE on schema, the error that says so, naming
+// the schema's owner and what to do; otherwise nil.
+func noUsage(ctx context.Context, conn *pgx.Conn, schema string, err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != "42501" {
+		return nil
+	}
+	var owner, me string
+	var usage bool
+	if qerr := conn.QueryRow(ctx, `SELECT n.nspowner::pg_catalog.regrole::pg_catalog.text, CURRENT_USER::pg_catalog.text,
+			pg_catalog.has_schema_privilege(n.oid, 'USAGE')
+		FROM pg_catalog.pg_namespace n WHERE n.nspname OPERATOR(pg_catalog.=) $1`, schema).Scan(&owner, &me, &usage); qerr != nil || usage {
+		return nil
+	}
+	return &CheckError{Schema: schema, err: ErrPrivilege, Message: fmt.Sprintf(
+		"schema %s is owned by role %s, and role %s may not use it (no USAGE privilege on it): install as %s, or into a schema of your own", schema, owner, me, owner)}
 }
 
 // sameContent reports whether files a and b hold the same bytes.
