@@ -31,6 +31,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -67,6 +68,10 @@ var (
 	ErrNeedsRewrite = errors.New("conversion needs a rewrite")
 	ErrAhead        = errors.New("table holds IDs at or above the first new one")
 	ErrLockTimeout  = errors.New("lock not had in time")
+	// ErrOthersCode: a table convert would alter has a constraint, an
+	// index, a trigger, a rule, a policy, a default or a column type that
+	// calls a function of another role (an *OthersCodeError).
+	ErrOthersCode = errors.New("would run another role's code")
 )
 
 // A RefusedError says why a table is not converted. Kind, when not nil,
@@ -127,6 +132,44 @@ func (e *AheadError) Error() string {
 // Is reports whether target is ErrRefused or ErrAhead.
 func (e *AheadError) Is(target error) bool { return target == ErrRefused || target == ErrAhead }
 
+// An OthersCode is a function of another role that altering a table
+// could run: neither the table's owner's nor a superuser's.
+type OthersCode struct {
+	Table      string `json:"table"`       // schema.table, quoted where needed
+	Object     string `json:"object"`      // what of the table calls it: "CHECK constraint c", "index i", ...
+	Function   string `json:"function"`    // its signature, as regprocedure writes it
+	Owner      string `json:"owner"`       // the function's owner
+	TableOwner string `json:"table_owner"` // the table's
+}
+
+func (c OthersCode) String() string {
+	return fmt.Sprintf("%s's %s calls %s, a function of role %s", c.Table, c.Object, c.Function, c.Owner)
+}
+
+// An OthersCodeError refuses a conversion whose statements (a rewrite,
+// an index rebuild, a constraint's check) could run functions of other
+// roles with the converting role's privileges: such a role may replace
+// its function at any time, with code that makes it a superuser when a
+// superuser runs it.
+type OthersCodeError struct {
+	Uses []OthersCode
+}
+
+func (e *OthersCodeError) Error() string {
+	var uses, fixes []string
+	for _, u := range e.Uses {
+		uses = append(uses, u.String())
+		fixes = append(fixes, fmt.Sprintf("ALTER FUNCTION %s OWNER TO %s", u.Function, u.TableOwner))
+	}
+	return fmt.Sprintf("convert would run another role's code with this role's privileges: %s; altering a table (a rewrite, an index rebuild, a constraint's check) can run it, and its owner may replace it at any time: make it the table owner's (%s, run by a superuser), or drop the object, convert, and create it again; nothing changed",
+		strings.Join(uses, "; "), strings.Join(slices.Compact(fixes), "; "))
+}
+
+// Is reports whether target is ErrRefused or ErrOthersCode.
+func (e *OthersCodeError) Is(target error) bool {
+	return target == ErrRefused || target == ErrOthersCode
+}
+
 // Options says what to convert.
 type Options struct {
 	Sfgen       string // sfgen's schema; "" is public
@@ -146,6 +189,8 @@ type Rewrite struct {
 	Table string `json:"table"` // schema.table
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"` // table, indexes and TOAST
+
+	tableQ string // Table, quoted
 }
 
 func (r Rewrite) String() string {
@@ -185,9 +230,10 @@ type Plan struct {
 	Layout      snowflake.Layout `json:"-"`
 	SQL         string           `json:"sql"`
 
-	o      Options
-	locksQ []string // Locks, quoted
-	static string   // SQL without comments, to tell a change between planning and applying
+	o        Options
+	locksQ   []string // Locks, quoted
+	lockOIDs []int64  // Locks' oids
+	static   string   // SQL without comments, to tell a change between planning and applying
 }
 
 // A Querier is a *sql.DB, *sql.Conn or *sql.Tx.
@@ -262,8 +308,10 @@ var integerTypes = map[string]bool{"smallint": true, "integer": true, "bigint": 
 // table with inheritance; a table this role does not own; a column that
 // is not a key or not an integer; a generated column; one that already
 // defaults to snowflake_next_id(); a table that holds a value at or above
-// the first ID the node makes now (an *AheadError); a role that may not
-// write the record; and, for an integer or smallint key, a rewrite that
+// the first ID the node makes now (an *AheadError); a table it alters
+// whose constraints, indexes, triggers, rules, policies, defaults or
+// column types call a function of another role (an *OthersCodeError); a
+// role that may not write the record; and, for an integer or smallint key, a rewrite that
 // views, rules or policies on the columns would block, or one without
 // o.Rewrite: then the plan is returned too, with a *RewriteError, so that
 // --dry-run can print it.
@@ -391,6 +439,7 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 			locked[t] = true
 			p.Locks = append(p.Locks, t)
 			p.locksQ = append(p.locksQ, pgident.Quote(c.Schema)+"."+pgident.Quote(c.Table))
+			p.lockOIDs = append(p.lockOIDs, c.oid)
 		}
 	}
 	for i := len(p.Referencing) - 1; i >= 0; i-- {
@@ -399,8 +448,18 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 		}
 	}
 	lock(p.Key)
-	if err := p.checkWidened(ctx, q, sizes); err != nil {
+	if err := p.checkWidened(ctx, q); err != nil {
 		return nil, err
+	}
+	// Before any read of the tables' rows (the sizes counted below, the
+	// largest value): none runs code, but the check comes first anyway.
+	if err := p.checkOthersCode(ctx, q); err != nil {
+		return nil, err
+	}
+	if sizes {
+		if err := p.readSizes(ctx, q); err != nil {
+			return nil, err
+		}
 	}
 	if p.Distributed && len(p.Rewrites) > 0 {
 		return nil, refuse("table %s is a Citus table (distributed or reference), and convert does not change the type of the columns that reference its key there (%s would be rewritten): widen them to bigint with Citus first; nothing changed", name, p.Rewrites[0].Table)
@@ -488,9 +547,9 @@ func (p *Plan) readReferencing(ctx context.Context, q Querier) error {
 }
 
 // checkWidened checks the columns that become bigint: of an integer
-// type, used by no view, rule or policy, in tables this role owns; and,
-// with sizes, counts the rows and bytes of their tables (p.Rewrites).
-func (p *Plan) checkWidened(ctx context.Context, q Querier, sizes bool) error {
+// type, used by no view, rule or policy, in tables this role owns; and
+// lists their tables in p.Rewrites (sizes unknown, -1: readSizes).
+func (p *Plan) checkWidened(ctx context.Context, q Querier) error {
 	rewritten := map[int64]bool{}
 	for _, c := range p.columns() {
 		if c.Type == "bigint" {
@@ -523,17 +582,57 @@ func (p *Plan) checkWidened(ctx context.Context, q Querier, sizes bool) error {
 		case !isOwner:
 			return refuse("column %s would become bigint, and %s is owned by role %s: convert alters a table only as its owner, so that no other role's code (a CHECK, an index expression) runs with this role's privileges; run convert as %s; nothing changed", c, t, owner, owner)
 		}
-		r := Rewrite{Table: t, Rows: -1, Bytes: -1}
-		if sizes {
-			tq := pgident.Quote(c.Schema) + "." + pgident.Quote(c.Table)
-			d := struct{ TableQ, TableL string }{tq, pgident.QuoteLiteral(tq)}
-			if err := queryRow(ctx, q, "size", d, nil, &r.Rows, &r.Bytes); err != nil {
-				return fmt.Errorf("read the size of %s: %w", t, err)
-			}
-		}
-		p.Rewrites = append(p.Rewrites, r)
+		p.Rewrites = append(p.Rewrites, Rewrite{Table: t, Rows: -1, Bytes: -1, tableQ: pgident.Quote(c.Schema) + "." + pgident.Quote(c.Table)})
 	}
 	return nil
+}
+
+// readSizes counts the rows and bytes of the tables p.Rewrites names.
+func (p *Plan) readSizes(ctx context.Context, q Querier) error {
+	for i := range p.Rewrites {
+		r := &p.Rewrites[i]
+		d := struct{ TableQ, TableL string }{r.tableQ, pgident.QuoteLiteral(r.tableQ)}
+		if err := queryRow(ctx, q, "size", d, nil, &r.Rows, &r.Bytes); err != nil {
+			return fmt.Errorf("read the size of %s: %w", r.Table, err)
+		}
+	}
+	return nil
+}
+
+// checkOthersCode refuses, with an *OthersCodeError, tables convert
+// alters (p.Locks) with a constraint, an index, a trigger, a rule, a
+// policy, a default or a column type that calls, directly or through
+// operators, operator classes, domains and SQL-standard bodies, a
+// function whose owner is neither the table's owner nor a superuser
+// (the template "others_code"). It reads catalogs only: nothing it finds
+// is called.
+func (p *Plan) checkOthersCode(ctx context.Context, q Querier) error {
+	var found string
+	if err := queryRow(ctx, q, "others_code", oidArray(p.lockOIDs), nil, &found); err != nil {
+		return fmt.Errorf("read the functions %s calls: %w", strings.Join(p.Locks, ", "), err)
+	}
+	var uses []OthersCode
+	for _, line := range lines(found) {
+		f := strings.Split(line, "\t")
+		if len(f) != 5 {
+			return fmt.Errorf("read the functions %s calls: unexpected row %q", strings.Join(p.Locks, ", "), line)
+		}
+		uses = append(uses, OthersCode{Table: f[0], Object: f[1], Function: f[2], Owner: f[3], TableOwner: f[4]})
+	}
+	if len(uses) > 0 {
+		return &OthersCodeError{Uses: uses}
+	}
+	return nil
+}
+
+// oidArray is the SQL of an oid[] of oids (numbers from the catalog,
+// written by Go).
+func oidArray(oids []int64) string {
+	s := make([]string, len(oids))
+	for i, o := range oids {
+		s[i] = strconv.FormatInt(o, 10)
+	}
+	return "ARRAY[" + strings.Join(s, ", ") + "]::pg_catalog.oid[]"
 }
 
 type scriptRecord struct {
@@ -548,7 +647,8 @@ type scriptWiden struct{ TableQ, ColumnQ string }
 type scriptData struct {
 	What, TableQ, ColumnQ, SfgenQ, SfgenL, NameL, RecordQ, LayoutL string
 	NextID                                                         string // the default's function: snowflake_next_id, or snowflake_next_id_local on Citus
-	Notes, Locks, LocksL                                           []string
+	OIDs                                                           string // the SQL of an oid[] of the tables locked (Locks, as regclass)
+	Notes, Locks                                                   []string
 	LockTimeoutMs                                                  int64
 	DropIdentity                                                   bool
 	HeadOnly                                                       bool // the script up to its ALTER TABLEs
@@ -565,9 +665,11 @@ func (p *Plan) data() scriptData {
 		RecordQ: q(catalog.PrivateSchema(p.Sfgen), RecordTable), LayoutL: lit(p.Layout.Name()),
 		LockTimeoutMs: p.o.LockTimeout.Milliseconds(), DropIdentity: p.Identity != "", Locks: p.locksQ,
 	}
+	var oids []string
 	for _, t := range p.locksQ {
-		d.LocksL = append(d.LocksL, lit(t))
+		oids = append(oids, lit(t)+"::pg_catalog.regclass")
 	}
+	d.OIDs = "ARRAY[" + strings.Join(oids, ", ") + "]::pg_catalog.oid[]"
 	d.NextID = p.NextID()
 	d.What = oneLine(fmt.Sprintf("%s (%s) to %s.%s(), layout %s, node %s", p.Key, p.Key.Type, p.Sfgen, d.NextID, p.Layout.Name(), p.Node))
 	was := "no default"

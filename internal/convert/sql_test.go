@@ -40,7 +40,7 @@ func TestStatementsQualified(t *testing.T) {
 	}{
 		{"table", nil}, {"primary_key", nil}, {"column", nil}, {"sequence_users", nil}, {"referencing", nil},
 		{"dependents", nil}, {"size", struct{ TableQ, TableL string }{tq, pgident.QuoteLiteral(tq)}},
-		{"state", d}, {"recorded", d}, {"record_tables", nil}, {"script", d},
+		{"state", d}, {"recorded", d}, {"record_tables", nil}, {"script", d}, {"others_code", oidArray([]int64{16384, 16390})},
 		{"lock_timeout", int64(2000)}, {"lock", tq},
 	} {
 		q, err := render(st.name, st.data)
