@@ -42,6 +42,10 @@ var dependPlants = []dependPlant{
 		"public.parent's index evil_expr", "m.evil_imm_id(bigint)", true},
 	{"index predicate", "CREATE INDEX evil_pred ON public.parent (n) WHERE m.evil_imm(id)",
 		"public.parent's index evil_pred", "m.evil_imm(bigint)", true},
+	// Constant, so folded (called) whenever a query on the table is
+	// planned, by whoever plans it: convert's own reads of the table too.
+	{"index predicate of constants", "CREATE INDEX evil_const ON public.parent (n) WHERE m.evil_imm(0)",
+		"public.parent's index evil_const", "m.evil_imm(bigint)", true},
 	{"operator class", `CREATE OPERATOR CLASS public.evil_ops FOR TYPE bigint USING btree AS
 		OPERATOR 1 pg_catalog.<, OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, OPERATOR 5 pg_catalog.>,
 		FUNCTION 1 m.evil_cmp(bigint, bigint);
