@@ -42,6 +42,7 @@ import (
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/otherscode"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlstate"
 )
@@ -134,17 +135,7 @@ func (e *AheadError) Is(target error) bool { return target == ErrRefused || targ
 
 // An OthersCode is a function of another role that altering a table
 // could run: neither the table's owner's nor a superuser's.
-type OthersCode struct {
-	Table      string `json:"table"`       // schema.table, quoted where needed
-	Object     string `json:"object"`      // what of the table calls it: "CHECK constraint c", "index i", ...
-	Function   string `json:"function"`    // its signature, as regprocedure writes it
-	Owner      string `json:"owner"`       // the function's owner
-	TableOwner string `json:"table_owner"` // the table's
-}
-
-func (c OthersCode) String() string {
-	return fmt.Sprintf("%s's %s calls %s, a function of role %s", c.Table, c.Object, c.Function, c.Owner)
-}
+type OthersCode = otherscode.Use
 
 // An OthersCodeError refuses a conversion whose statements (a rewrite,
 // an index rebuild, a constraint's check) could run functions of other
@@ -159,10 +150,12 @@ func (e *OthersCodeError) Error() string {
 	var uses, fixes []string
 	for _, u := range e.Uses {
 		uses = append(uses, u.String())
-		fixes = append(fixes, fmt.Sprintf("ALTER FUNCTION %s OWNER TO %s", u.Function, u.TableOwner))
+		if !slices.Contains(fixes, u.Fix()) {
+			fixes = append(fixes, u.Fix())
+		}
 	}
 	return fmt.Sprintf("convert would run another role's code with this role's privileges: %s; altering a table (a rewrite, an index rebuild, a constraint's check) can run it, and its owner may replace it at any time: make it the table owner's (%s, run by a superuser), or drop the object, convert, and create it again; nothing changed",
-		strings.Join(uses, "; "), strings.Join(slices.Compact(fixes), "; "))
+		strings.Join(uses, "; "), strings.Join(fixes, "; "))
 }
 
 // Is reports whether target is ErrRefused or ErrOthersCode.
@@ -464,7 +457,10 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 	if p.Distributed && len(p.Rewrites) > 0 {
 		return nil, refuse("table %s is a Citus table (distributed or reference), and convert does not change the type of the columns that reference its key there (%s would be rewritten): widen them to bigint with Citus first; nothing changed", name, p.Rewrites[0].Table)
 	}
-	d := p.data()
+	d, err := p.data()
+	if err != nil {
+		return nil, err
+	}
 	var maxID sql.Null[int64]
 	var nowMs int64
 	var canRecord bool
@@ -604,35 +600,17 @@ func (p *Plan) readSizes(ctx context.Context, q Querier) error {
 // policy, a default or a column type that calls, directly or through
 // operators, operator classes, domains and SQL-standard bodies, a
 // function whose owner is neither the table's owner nor a superuser
-// (the template "others_code"). It reads catalogs only: nothing it finds
-// is called.
+// (package otherscode). It reads catalogs only: nothing it finds is
+// called.
 func (p *Plan) checkOthersCode(ctx context.Context, q Querier) error {
-	var found string
-	if err := queryRow(ctx, q, "others_code", oidArray(p.lockOIDs), nil, &found); err != nil {
-		return fmt.Errorf("read the functions %s calls: %w", strings.Join(p.Locks, ", "), err)
-	}
-	var uses []OthersCode
-	for _, line := range lines(found) {
-		f := strings.Split(line, "\t")
-		if len(f) != 5 {
-			return fmt.Errorf("read the functions %s calls: unexpected row %q", strings.Join(p.Locks, ", "), line)
-		}
-		uses = append(uses, OthersCode{Table: f[0], Object: f[1], Function: f[2], Owner: f[3], TableOwner: f[4]})
+	uses, err := otherscode.Find(ctx, q, p.lockOIDs, true)
+	if err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(p.Locks, ", "), err)
 	}
 	if len(uses) > 0 {
 		return &OthersCodeError{Uses: uses}
 	}
 	return nil
-}
-
-// oidArray is the SQL of an oid[] of oids (numbers from the catalog,
-// written by Go).
-func oidArray(oids []int64) string {
-	s := make([]string, len(oids))
-	for i, o := range oids {
-		s[i] = strconv.FormatInt(o, 10)
-	}
-	return "ARRAY[" + strings.Join(s, ", ") + "]::pg_catalog.oid[]"
 }
 
 type scriptRecord struct {
@@ -648,6 +626,7 @@ type scriptData struct {
 	What, TableQ, ColumnQ, SfgenQ, SfgenL, NameL, RecordQ, LayoutL string
 	NextID                                                         string // the default's function: snowflake_next_id, or snowflake_next_id_local on Citus
 	OIDs                                                           string // the SQL of an oid[] of the tables locked (Locks, as regclass)
+	OthersCode                                                     string // the query of otherscode over OIDs, the tables' owners' functions left out
 	Notes, Locks                                                   []string
 	LockTimeoutMs                                                  int64
 	DropIdentity                                                   bool
@@ -656,7 +635,7 @@ type scriptData struct {
 	Widen                                                          []scriptWiden
 }
 
-func (p *Plan) data() scriptData {
+func (p *Plan) data() (scriptData, error) {
 	q := func(s, t string) string { return pgident.Quote(s) + "." + pgident.Quote(t) }
 	lit := pgident.QuoteLiteral
 	d := scriptData{
@@ -670,6 +649,10 @@ func (p *Plan) data() scriptData {
 		oids = append(oids, lit(t)+"::pg_catalog.regclass")
 	}
 	d.OIDs = "ARRAY[" + strings.Join(oids, ", ") + "]::pg_catalog.oid[]"
+	var err error
+	if d.OthersCode, err = otherscode.Query(d.OIDs, true); err != nil {
+		return d, err
+	}
 	d.NextID = p.NextID()
 	d.What = oneLine(fmt.Sprintf("%s (%s) to %s.%s(), layout %s, node %s", p.Key, p.Key.Type, p.Sfgen, d.NextID, p.Layout.Name(), p.Node))
 	was := "no default"
@@ -719,7 +702,7 @@ func (p *Plan) data() scriptData {
 		d.Widen = append(d.Widen, scriptWiden{d.TableQ, d.ColumnQ})
 	}
 	d.Notes = append(d.Notes, oneLine(fmt.Sprintf("Records the first ID it makes in %s, where sfgen audit finds it and counts the values below it as legacy.", p.Record)))
-	return d
+	return d, nil
 }
 
 // oneLine keeps a note on its comment line: a name with a newline in it
@@ -818,7 +801,10 @@ func (p *Plan) try(ctx context.Context, db *sql.DB, r *Result) error {
 	if again.static != p.static {
 		return refuse("%s changed while convert was planning (a foreign key, default or type): run convert again; nothing changed", p.Key)
 	}
-	d := p.data()
+	d, err := p.data()
+	if err != nil {
+		return err
+	}
 	if err := p.run(ctx, tx, d); err != nil {
 		return err
 	}

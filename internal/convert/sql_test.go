@@ -32,7 +32,10 @@ func testPlan() *Plan {
 func TestStatementsQualified(t *testing.T) {
 	sqlcheck.SkipUnsupported(t)
 	p := testPlan()
-	d := p.data()
+	d, err := p.data()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tq := pgident.Quote("app") + "." + pgident.Quote("child")
 	for _, st := range []struct {
 		name string
@@ -40,7 +43,7 @@ func TestStatementsQualified(t *testing.T) {
 	}{
 		{"table", nil}, {"primary_key", nil}, {"column", nil}, {"sequence_users", nil}, {"referencing", nil},
 		{"dependents", nil}, {"size", struct{ TableQ, TableL string }{tq, pgident.QuoteLiteral(tq)}},
-		{"state", d}, {"recorded", d}, {"record_tables", nil}, {"script", d}, {"others_code", oidArray([]int64{16384, 16390})},
+		{"state", d}, {"recorded", d}, {"record_tables", nil}, {"script", d},
 		{"lock_timeout", int64(2000)}, {"lock", tq},
 	} {
 		q, err := render(st.name, st.data)
@@ -75,7 +78,11 @@ func TestNotesStayComments(t *testing.T) {
 	p := testPlan()
 	p.Key.Table = "x\nDROP TABLE app.child; --"
 	p.Referencing[0].Via = "fk\rDROP TABLE app.child;"
-	script, err := render("script", p.data())
+	d, err := p.data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := render("script", d)
 	if err != nil {
 		t.Fatal(err)
 	}
