@@ -603,7 +603,7 @@ func (p *Plan) readSizes(ctx context.Context, q Querier) error {
 // (package otherscode). It reads catalogs only: nothing it finds is
 // called.
 func (p *Plan) checkOthersCode(ctx context.Context, q Querier) error {
-	uses, err := otherscode.Find(ctx, q, p.lockOIDs, true)
+	uses, err := otherscode.Find(ctx, q, p.lockOIDs, otherscode.Options{OthersOnly: true})
 	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(p.Locks, ", "), err)
 	}
@@ -650,7 +650,7 @@ func (p *Plan) data() (scriptData, error) {
 	}
 	d.OIDs = "ARRAY[" + strings.Join(oids, ", ") + "]::pg_catalog.oid[]"
 	var err error
-	if d.OthersCode, err = otherscode.Query(d.OIDs, true); err != nil {
+	if d.OthersCode, err = otherscode.Query(d.OIDs, otherscode.Options{OthersOnly: true}); err != nil {
 		return d, err
 	}
 	d.NextID = p.NextID()

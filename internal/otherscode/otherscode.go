@@ -54,15 +54,29 @@ func (u Use) Fix() string {
 	return fmt.Sprintf("ALTER FUNCTION %s OWNER TO %s", u.Function, u.TableOwner)
 }
 
+// Options say which functions to find.
+type Options struct {
+	// OthersOnly leaves out the functions of each table's owner.
+	OthersOnly bool
+	// ForRead leaves out the objects that a read of the table never runs:
+	// defaults and generated columns, triggers and rules (a base table's
+	// rules are for INSERT, UPDATE and DELETE). What a read's planning
+	// can run stays: indexes (their constant parts are folded),
+	// constraints (constraint exclusion), policies (row_security off makes
+	// one that would apply an error, but it stays to be safe), the
+	// partition key and the columns' types.
+	ForRead bool
+}
+
 // Query is the SQL of the query, for the tables whose oids the SQL
 // expression oids gives (an oid[]): one text of tab-separated lines (see
-// Find). othersOnly leaves out the functions of each table's owner.
-func Query(oids string, othersOnly bool) (string, error) {
+// Find).
+func Query(oids string, o Options) (string, error) {
 	var b bytes.Buffer
 	if err := query.Execute(&b, struct {
-		OIDs       string
-		OthersOnly bool
-	}{oids, othersOnly}); err != nil {
+		OIDs string
+		Options
+	}{oids, o}); err != nil {
 		return "", fmt.Errorf("render the query of other roles' code: %w", err)
 	}
 	return strings.TrimSpace(b.String()), nil
@@ -88,16 +102,16 @@ func Tree(oid int64) string {
 }
 
 // Find returns, through q, the functions not owned by a superuser that
-// the tables oids reach (with othersOnly, nor by the table's owner),
+// the tables oids reach (with o.OthersOnly, nor by the table's owner),
 // ordered by table and object.
-func Find(ctx context.Context, q Querier, oids []int64, othersOnly bool) ([]Use, error) {
-	return FindIn(ctx, q, OIDArray(oids), othersOnly)
+func Find(ctx context.Context, q Querier, oids []int64, o Options) ([]Use, error) {
+	return FindIn(ctx, q, OIDArray(oids), o)
 }
 
 // FindIn is Find of the tables the SQL expression oids gives (an oid[]:
 // OIDArray, Tree).
-func FindIn(ctx context.Context, q Querier, oids string, othersOnly bool) ([]Use, error) {
-	stmt, err := Query(oids, othersOnly)
+func FindIn(ctx context.Context, q Querier, oids string, o Options) ([]Use, error) {
+	stmt, err := Query(oids, o)
 	if err != nil {
 		return nil, err
 	}

@@ -11,16 +11,15 @@ import (
 func TestQueryQualified(t *testing.T) {
 	sqlcheck.SkipUnsupported(t)
 	for _, tc := range []struct {
-		oids       string
-		othersOnly bool
-	}{{OIDArray([]int64{16384, 16390}), false}, {OIDArray([]int64{16384}), true}, {Tree(16384), false}} {
-		othersOnly := tc.othersOnly
-		q, err := Query(tc.oids, othersOnly)
+		oids string
+		o    Options
+	}{{OIDArray([]int64{16384, 16390}), Options{}}, {OIDArray([]int64{16384}), Options{OthersOnly: true}}, {Tree(16384), Options{ForRead: true}}} {
+		q, err := Query(tc.oids, tc.o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if f := sqlcheck.Check([]byte(q), sqlcheck.Options{}); len(f) > 0 {
-			t.Errorf("othersOnly %v:\n%s\nfindings: %v", othersOnly, q, f)
+			t.Errorf("%+v:\n%s\nfindings: %v", tc.o, q, f)
 		}
 	}
 }
