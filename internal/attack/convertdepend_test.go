@@ -46,6 +46,11 @@ var dependPlants = []dependPlant{
 	// planned, by whoever plans it: convert's own reads of the table too.
 	{"index predicate of constants", "CREATE INDEX evil_const ON public.parent (n) WHERE m.evil_imm(0)",
 		"public.parent's index evil_const", "m.evil_imm(bigint)", true},
+	// On a referencing table already bigint, which convert does not
+	// alter: PostgreSQL checks its foreign key again, with a query over
+	// it, whose planning folds the predicate.
+	{"index predicate of constants on a referencing table it does not alter", "CREATE INDEX evil_child8 ON public.child8 (pid) WHERE m.evil_imm(0)",
+		"public.child8's index evil_child8", "m.evil_imm(bigint)", true},
 	{"operator class", `CREATE OPERATOR CLASS public.evil_ops FOR TYPE bigint USING btree AS
 		OPERATOR 1 pg_catalog.<, OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, OPERATOR 5 pg_catalog.>,
 		FUNCTION 1 m.evil_cmp(bigint, bigint);
@@ -98,8 +103,9 @@ END $$`)
 }
 
 // dependEnv is a database where the superuser owns public.parent (id
-// integer, 100 rows) and public.child (pid integer referencing it, 3
-// rows) and sfgen in schema ids, and mallory owns schema m and the
+// integer, 100 rows), public.child (pid integer referencing it, 3 rows),
+// public.child8 (pid bigint referencing it, 1 row) and sfgen in schema
+// ids, and mallory owns schema m and the
 // functions of plantFunctions.
 func dependEnv(t *testing.T) (e *env, mallory string, s *session) {
 	e = newEnv(t)
@@ -108,7 +114,9 @@ func dependEnv(t *testing.T) (e *env, mallory string, s *session) {
 	e.exec(`CREATE TABLE public.parent (id integer PRIMARY KEY, n integer);
 INSERT INTO public.parent SELECT g, g FROM generate_series(1, 100) g;
 CREATE TABLE public.child (pid integer REFERENCES public.parent (id), other bigint);
-INSERT INTO public.child VALUES (1, 1), (2, 2), (3, 3)`)
+INSERT INTO public.child VALUES (1, 1), (2, 2), (3, 3);
+CREATE TABLE public.child8 (pid bigint REFERENCES public.parent (id));
+INSERT INTO public.child8 VALUES (1)`)
 	e.mustInstall(sqlgen.Latest, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 1})
 	return e, mallory, s
 }

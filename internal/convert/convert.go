@@ -150,12 +150,16 @@ func (e *OthersCodeError) Error() string {
 	var uses, fixes []string
 	for _, u := range e.Uses {
 		uses = append(uses, u.String())
-		if !slices.Contains(fixes, u.Fix()) {
+		if u.Owner != u.TableOwner && !slices.Contains(fixes, u.Fix()) {
 			fixes = append(fixes, u.Fix())
 		}
 	}
-	return fmt.Sprintf("convert would run another role's code with this role's privileges: %s; altering a table (a rewrite, an index rebuild, a constraint's check) can run it, and its owner may replace it at any time: make it the table owner's (%s, run by a superuser), or drop the object, convert, and create it again; nothing changed",
-		strings.Join(uses, "; "), strings.Join(fixes, "; "))
+	fix := ""
+	if len(fixes) > 0 {
+		fix = "make it the table owner's (" + strings.Join(fixes, "; ") + ", run by a superuser), or "
+	}
+	return fmt.Sprintf("convert would run another role's code with this role's privileges: %s; altering a table (a rewrite, an index rebuild, a constraint's check) can run it, and its owner may replace it at any time: %sdrop the object, convert, and create it again; nothing changed",
+		strings.Join(uses, "; "), fix)
 }
 
 // Is reports whether target is ErrRefused or ErrOthersCode.
@@ -596,14 +600,14 @@ func (p *Plan) readSizes(ctx context.Context, q Querier) error {
 }
 
 // checkOthersCode refuses, with an *OthersCodeError, tables convert
-// alters (p.Locks) with a constraint, an index, a trigger, a rule, a
-// policy, a default or a column type that calls, directly or through
-// operators, operator classes, domains and SQL-standard bodies, a
-// function whose owner is neither the table's owner nor a superuser
-// (package otherscode). It reads catalogs only: nothing it finds is
-// called.
+// alters or has PostgreSQL read (checkOIDs) with a constraint, an index,
+// a trigger, a rule, a policy, a default or a column type that calls,
+// directly or through operators, operator classes, domains and
+// SQL-standard bodies, a function whose owner is neither this role (the
+// owner of the tables it alters) nor a superuser (package otherscode). It
+// reads catalogs only: nothing it finds is called.
 func (p *Plan) checkOthersCode(ctx context.Context, q Querier) error {
-	uses, err := otherscode.Find(ctx, q, p.lockOIDs, otherscode.Options{OthersOnly: true})
+	uses, err := otherscode.Find(ctx, q, p.checkOIDs(), otherscode.Options{NotCurrentRole: true})
 	if err != nil {
 		return fmt.Errorf("%s: %w", strings.Join(p.Locks, ", "), err)
 	}
@@ -611,6 +615,23 @@ func (p *Plan) checkOthersCode(ctx context.Context, q Querier) error {
 		return &OthersCodeError{Uses: uses}
 	}
 	return nil
+}
+
+// checkOIDs are the tables whose functions checkOthersCode checks: those
+// it alters (p.Locks), and, when the key changes type, the referencing
+// tables already bigint, which it does not alter but whose foreign keys
+// PostgreSQL checks again with a query over them, whose planning folds
+// their indexes' constant parts.
+func (p *Plan) checkOIDs() []int64 {
+	oids := slices.Clone(p.lockOIDs)
+	if p.Key.Type != "bigint" {
+		for _, c := range p.Referencing {
+			if c.Type == "bigint" && !slices.Contains(oids, c.oid) {
+				oids = append(oids, c.oid)
+			}
+		}
+	}
+	return oids
 }
 
 type scriptRecord struct {
@@ -626,7 +647,7 @@ type scriptData struct {
 	What, TableQ, ColumnQ, SfgenQ, SfgenL, NameL, RecordQ, LayoutL string
 	NextID                                                         string // the default's function: snowflake_next_id, or snowflake_next_id_local on Citus
 	OIDs                                                           string // the SQL of an oid[] of the tables locked (Locks, as regclass)
-	OthersCode                                                     string // the query of otherscode over OIDs, the tables' owners' functions left out
+	OthersCode                                                     string // the query of otherscode over checkOIDs' tables, this role's functions left out
 	Notes, Locks                                                   []string
 	LockTimeoutMs                                                  int64
 	DropIdentity                                                   bool
@@ -650,7 +671,15 @@ func (p *Plan) data() (scriptData, error) {
 	}
 	d.OIDs = "ARRAY[" + strings.Join(oids, ", ") + "]::pg_catalog.oid[]"
 	var err error
-	if d.OthersCode, err = otherscode.Query(d.OIDs, otherscode.Options{OthersOnly: true}); err != nil {
+	checked := oids
+	if p.Key.Type != "bigint" {
+		for _, c := range p.Referencing {
+			if c.Type == "bigint" {
+				checked = append(checked, lit(q(c.Schema, c.Table))+"::pg_catalog.regclass")
+			}
+		}
+	}
+	if d.OthersCode, err = otherscode.Query("ARRAY["+strings.Join(checked, ", ")+"]::pg_catalog.oid[]", otherscode.Options{NotCurrentRole: true}); err != nil {
 		return d, err
 	}
 	d.NextID = p.NextID()

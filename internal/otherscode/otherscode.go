@@ -56,8 +56,9 @@ func (u Use) Fix() string {
 
 // Options say which functions to find.
 type Options struct {
-	// OthersOnly leaves out the functions of each table's owner.
-	OthersOnly bool
+	// NotCurrentRole leaves out the functions of the role that runs the
+	// query.
+	NotCurrentRole bool
 	// ForRead leaves out the objects that a read of the table never runs:
 	// defaults and generated columns, triggers and rules (a base table's
 	// rules are for INSERT, UPDATE and DELETE). What a read's planning
@@ -102,7 +103,7 @@ func Tree(oid int64) string {
 }
 
 // Find returns, through q, the functions not owned by a superuser that
-// the tables oids reach (with o.OthersOnly, nor by the table's owner),
+// the tables oids reach (with o.NotCurrentRole, nor by this role),
 // ordered by table and object.
 func Find(ctx context.Context, q Querier, oids []int64, o Options) ([]Use, error) {
 	return FindIn(ctx, q, OIDArray(oids), o)

@@ -13,7 +13,7 @@ func TestQueryQualified(t *testing.T) {
 	for _, tc := range []struct {
 		oids string
 		o    Options
-	}{{OIDArray([]int64{16384, 16390}), Options{}}, {OIDArray([]int64{16384}), Options{OthersOnly: true}}, {Tree(16384), Options{ForRead: true}}} {
+	}{{OIDArray([]int64{16384, 16390}), Options{}}, {OIDArray([]int64{16384}), Options{NotCurrentRole: true}}, {Tree(16384), Options{ForRead: true}}} {
 		q, err := Query(tc.oids, tc.o)
 		if err != nil {
 			t.Fatal(err)
