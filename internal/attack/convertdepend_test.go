@@ -51,6 +51,8 @@ var dependPlants = []dependPlant{
 	// it, whose planning folds the predicate.
 	{"index predicate of constants on a referencing table it does not alter", "CREATE INDEX evil_child8 ON public.child8 (pid) WHERE m.evil_imm(0)",
 		"public.child8's index evil_child8", "m.evil_imm(bigint)", true},
+	{"extended statistics of constants", "CREATE STATISTICS evil_stats ON (m.evil_imm_id(0) + n), id FROM public.parent",
+		"public.parent's statistics evil_stats", "m.evil_imm_id(bigint)", true},
 	{"operator class", `CREATE OPERATOR CLASS public.evil_ops FOR TYPE bigint USING btree AS
 		OPERATOR 1 pg_catalog.<, OPERATOR 2 pg_catalog.<=, OPERATOR 3 pg_catalog.=, OPERATOR 4 pg_catalog.>=, OPERATOR 5 pg_catalog.>,
 		FUNCTION 1 m.evil_cmp(bigint, bigint);

@@ -44,6 +44,7 @@ func TestResumeRunsNoOtherRolesCode(t *testing.T) {
 	}{
 		{"index predicate", "CREATE INDEX evil_pred ON public.orders (n) WHERE m.evil_imm(0)", "public.orders's index evil_pred", "m.evil_imm(bigint)"},
 		{"index expression", "CREATE INDEX evil_expr ON public.orders ((n + m.evil_imm_id(0)))", "public.orders's index evil_expr", "m.evil_imm_id(bigint)"},
+		{"extended statistics", "CREATE STATISTICS evil_stats ON (m.evil_imm_id(0) + n), id FROM public.orders", "public.orders's statistics evil_stats", "m.evil_imm_id(bigint)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := context.Background()
