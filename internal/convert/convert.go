@@ -22,6 +22,14 @@
 // from names checked by audit.ValidateName and quoted by pgident, with
 // every operator, function and type bound to pg_catalog or to sfgen's
 // schema.
+//
+// Before any change, and before it reads the tables' rows, it refuses
+// (an *OthersCodeError) tables whose constraints, indexes, statistics,
+// triggers, rules, policies, defaults or column types reach a function
+// of a role other than the converting one and superusers (package
+// otherscode, which reads the catalogs only): a rewrite, an index
+// rebuild, a constraint's check or a query's planning would run it with
+// the converting role's privileges, and its owner may replace it.
 package convert
 
 import (
@@ -134,7 +142,8 @@ func (e *AheadError) Error() string {
 func (e *AheadError) Is(target error) bool { return target == ErrRefused || target == ErrAhead }
 
 // An OthersCode is a function of another role that altering a table
-// could run: neither the table's owner's nor a superuser's.
+// could run: neither the converting role's (the owner of the tables it
+// alters) nor a superuser's.
 type OthersCode = otherscode.Use
 
 // An OthersCodeError refuses a conversion whose statements (a rewrite,
@@ -306,10 +315,12 @@ var integerTypes = map[string]bool{"smallint": true, "integer": true, "bigint": 
 // is not a key or not an integer; a generated column; one that already
 // defaults to snowflake_next_id(); a table that holds a value at or above
 // the first ID the node makes now (an *AheadError); a table it alters
-// whose constraints, indexes, triggers, rules, policies, defaults or
-// column types call a function of another role (an *OthersCodeError); a
-// role that may not write the record; and, for an integer or smallint key, a rewrite that
-// views, rules or policies on the columns would block, or one without
+// (or whose foreign key it has checked again) whose constraints,
+// indexes, statistics, triggers, rules, policies, defaults or column
+// types call a function of another role (an *OthersCodeError); a role
+// that may not write the record; and, for an integer or smallint key, a
+// rewrite that views, rules or policies on the columns would block, or
+// one without
 // o.Rewrite: then the plan is returned too, with a *RewriteError, so that
 // --dry-run can print it.
 func Prepare(ctx context.Context, q Querier, o Options) (*Plan, error) {
