@@ -50,6 +50,13 @@ from before): counted apart ("legacy" in --json), not as IDs, nodes or
 anomalies. Only sfgen's owner may read where convert records that; for
 another role audit says "legacy not read" and counts them as IDs.
 
+It runs no other role's code: it refuses a view of another role, and a
+table whose indexes, extended statistics, constraints, policies or column
+types reach a function of a role other than this one and superusers
+(planning the read would fold their constant parts, calling it), naming
+the table, the object, the function and its owner (exit 2): audit such a
+table as its owner.
+
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
 (as if quoted: --table Orders is not orders), looked up in pg_catalog and
@@ -61,7 +68,8 @@ PostgreSQL reports no progress of a single SELECT.
 
 Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
 reach the database); 2 on bad usage, which includes a table or column that
-does not exist or is of another type. Skew beyond the threshold is
+does not exist or is of another type, and a refusal to run another
+role's code. Skew beyond the threshold is
 reported, not an error; so are lease marks ahead.
 
 Examples:

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/resume"
 	"github.com/sfgen/sfgen/internal/sqlgen"
@@ -21,7 +22,7 @@ func armEvilReadOnly(t *testing.T, s *session) {
 	s.exec(t, `CREATE OR REPLACE FUNCTION m.evil(bigint) RETURNS boolean LANGUAGE plpgsql AS $$
 BEGIN
     IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
-        EXECUTE 'COPY (SELECT 1) TO PROGRAM ''true''';
+        EXECUTE 'COPY (SELECT 1) TO PROGRAM ''cat >/dev/null''';
         RAISE EXCEPTION 'mallory''s code ran as superuser %, and ran a shell command', current_user;
     END IF;
     RETURN true;
@@ -107,4 +108,59 @@ ALTER TABLE app.orders OWNER TO ` + app + `; ALTER FUNCTION app.mine(bigint) OWN
 			t.Errorf("resume read %+v; want app.orders.id and its ID", r.Columns)
 		}
 	})
+}
+
+// TestAuditRunsNoDependedOnCode: a superuser's sfgen audit of a table
+// (the superuser's) whose index predicate, or extended statistics, call
+// mallory's immutable function on constants: planning the read would run
+// it. The control: a superuser's read, as audit reads (read-only, row
+// security off), runs it. Audit refuses, naming the table, the object,
+// the function and its owner; mallory's code never ran. A table whose
+// index calls a superuser's function is audited.
+func TestAuditRunsNoDependedOnCode(t *testing.T) {
+	for _, tc := range []struct {
+		name, plant, object, fn string
+	}{
+		{"index predicate", "CREATE INDEX evil_pred ON public.ids (n) WHERE m.evil_imm(0)", "public.ids's index evil_pred", "m.evil_imm(bigint)"},
+		{"extended statistics", "CREATE STATISTICS evil_stats ON (m.evil_imm_id(0) + n), id FROM public.ids", "public.ids's statistics evil_stats", "m.evil_imm_id(bigint)"},
+		{"a superuser's function", "CREATE FUNCTION public.admins(bigint) RETURNS boolean IMMUTABLE LANGUAGE sql RETURN true; CREATE INDEX admins_pred ON public.ids (n) WHERE public.admins(0)", "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := context.Background()
+			e := newEnv(t)
+			mallory := e.role("mallory")
+			s := plantFunctions(e, mallory)
+			e.exec("CREATE TABLE public.ids (id bigint, n bigint); INSERT INTO public.ids SELECT 4194439168 + g, g FROM generate_series(1, 10) g")
+			e.exec(tc.plant)
+			armEvilReadOnly(t, s)
+			o := audit.Options{Schema: "public", Table: "ids", Column: "id", Layout: snowflake.Twitter()}
+			if tc.fn == "" {
+				if _, err := audit.Run(ctx, e.db, o); err != nil {
+					t.Errorf("audit of a table whose index calls a superuser's function = %v; want it audited", err)
+				}
+				return
+			}
+
+			// The control: a read as audit reads it.
+			tx, err := e.db.BeginTx(ctx, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = tx.ExecContext(ctx, "SET TRANSACTION READ ONLY; SET LOCAL row_security = off; SET LOCAL search_path = pg_catalog, pg_temp")
+			if err == nil {
+				var n int64
+				err = tx.QueryRowContext(ctx, "SELECT pg_catalog.count(id) FROM public.ids").Scan(&n)
+			}
+			tx.Rollback()
+			if err == nil || !strings.Contains(err.Error(), "mallory's code ran as superuser") {
+				t.Fatalf("the control: a superuser's read of public.ids = %v; want mallory's code run, or this test cannot tell", err)
+			}
+
+			_, err = audit.Run(ctx, e.db, o)
+			want := tc.object + " calls " + tc.fn + ", a function of role " + mallory
+			if !errors.Is(err, audit.ErrOthersCode) || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "mallory's code ran") {
+				t.Errorf("audit as a superuser = %v; want a refusal saying %q", err, want)
+			}
+		})
+	}
 }
