@@ -165,7 +165,8 @@ func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Colum
 	rows, err := tx.QueryContext(ctx, `
 		SELECT DISTINCT c.oid::pg_catalog.regclass::pg_catalog.text, a.attname::pg_catalog.text,
 			c.oid::pg_catalog.int8, r.rolname::pg_catalog.text, c.relowner::pg_catalog.regrole::pg_catalog.text,
-			pg_catalog.pg_has_role(c.relowner, 'MEMBER'),
+			-- SET ROLE needs membership, and from PostgreSQL 16 its SET option.
+			pg_catalog.pg_has_role(c.relowner, CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000 THEN 'SET' ELSE 'MEMBER' END),
 			a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype,
 			COALESCE((SELECT i.indexrelid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_index i
 				JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
