@@ -59,6 +59,13 @@ one, with --layout's, or else with Twitter's, which the report's first
 line then says it assumed (layout_from in --json: default, flag or
 assumed).
 
+It runs no other role's code: it refuses a view of another role, and a
+table whose indexes, extended statistics, constraints, policies or column
+types reach a function of a role other than this one and superusers
+(planning the read would fold their constant parts, calling it), naming
+the table, the object, the function and its owner (exit 2): audit such a
+table as its owner.
+
 The ID column must be bigint, integer or smallint, the time column
 timestamp with or without time zone. Names are matched exactly as given
 (as if quoted: --table Orders is not orders), looked up in pg_catalog and
@@ -76,7 +83,8 @@ how long the rest will take.
 
 Exit status: 0 clean; 1 when it finds future or invalid IDs (or cannot
 reach the database); 2 on bad usage, which includes a table or column that
-does not exist or is of another type. Skew beyond the threshold is
+does not exist or is of another type, and a refusal to run another
+role's code. Skew beyond the threshold is
 reported, not an error; so are lease marks ahead.
 
 Examples:

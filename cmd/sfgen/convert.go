@@ -55,8 +55,12 @@ of it). It refuses, changing nothing: a value at or above that first ID
 (new IDs must sort after old ones), a column that is not a key or not an
 integer, sfgen not installed in --sfgen-schema, before release 4, without
 a node or in a schema other roles can create objects in, a partitioned
-table, a partition or inheritance, and a rewrite that a view, rule or
-policy on the columns would block.
+table, a partition or inheritance, a rewrite that a view, rule or policy
+on the columns would block, and a table it alters whose constraints,
+indexes, triggers, rules, policies, defaults or column types call a
+function of a role other than the table's owner and superusers (found in
+the catalogs, before any change, and named with its owner; --dry-run
+too): a rewrite would run it with this role's privileges.
 
 On Citus, through the coordinator: a distributed table's bigint key
 defaults to snowflake_next_id_local() instead, which Citus copies to the

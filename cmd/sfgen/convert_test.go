@@ -746,3 +746,59 @@ func TestConvertLocksChildFirst(t *testing.T) {
 		t.Errorf("convert: exit %d, %q, %q; want it converted in one try", r.code, r.out, r.errOut)
 	}
 }
+
+// TestConvertRefusesOthersCode: role app owns its tables, and a CHECK on
+// the child of an integer key, and a trigger on a bigint key's table,
+// call functions of role other (which may replace them at any time).
+// convert --rewrite, --dry-run included, exits 2 naming the table, the
+// object, the function, its owner and the ALTER FUNCTION that fixes it,
+// and changes nothing; once the functions are app's, it converts.
+func TestConvertRefusesOthersCode(t *testing.T) {
+	e := newConvEnv(t, 4, 4)
+	other, _ := pgtest.LoginRole(t, e.dsn, "other", "")
+	e.exec(e.super, "CREATE SCHEMA o AUTHORIZATION "+other+"; GRANT USAGE ON SCHEMA o TO "+e.role)
+	e.exec(e.super, "SET ROLE "+other+`;
+CREATE FUNCTION o.positive(bigint) RETURNS boolean LANGUAGE sql RETURN $1 > 0;
+CREATE FUNCTION o.touch() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RETURN NEW; END $$;
+RESET ROLE`)
+	e.exec(e.app, `CREATE TABLE app.parent (id serial PRIMARY KEY);
+CREATE TABLE app.child (pid integer REFERENCES app.parent (id) CONSTRAINT pid_positive CHECK (o.positive(pid)));
+CREATE TABLE app.orders (id bigserial PRIMARY KEY);
+CREATE TRIGGER touch BEFORE UPDATE ON app.orders FOR EACH ROW EXECUTE FUNCTION o.touch()`)
+	cols := []string{"parent.id", "child.pid", "orders.id"}
+	before := e.state(cols...)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want []string
+	}{
+		{"a CHECK of the child", []string{"--table", "parent", "--rewrite"}, []string{
+			"app.child's CHECK constraint pid_positive calls o.positive(bigint), a function of role " + other,
+			"ALTER FUNCTION o.positive(bigint) OWNER TO " + e.role}},
+		{"a CHECK of the child, --dry-run", []string{"--table", "parent", "--dry-run"}, []string{
+			"app.child's CHECK constraint pid_positive calls o.positive(bigint), a function of role " + other}},
+		{"a trigger of a bigint key's table", []string{"--table", "orders"}, []string{
+			"app.orders's trigger touch calls o.touch(), a function of role " + other}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errOut := e.convert(tc.args...)
+			ok := code == exitUsage && out == ""
+			for _, w := range tc.want {
+				ok = ok && strings.Contains(errOut, w)
+			}
+			if !ok {
+				t.Errorf("exit %d, stdout %q, stderr %q; want 2 saying %q", code, out, errOut, tc.want)
+			}
+			oneLine(t, errOut)
+			if got := e.state(cols...); got != before {
+				t.Errorf("it changed:\n%s\nwas\n%s", got, before)
+			}
+		})
+	}
+	e.exec(e.super, "ALTER FUNCTION o.positive(bigint) OWNER TO "+e.role+"; ALTER FUNCTION o.touch() OWNER TO "+e.role)
+	for _, table := range []string{"parent", "orders"} {
+		if code, _, errOut := e.convert("--table", table, "--rewrite"); code != exitOK {
+			t.Errorf("convert %s once the functions are app's: exit %d, %s", table, code, errOut)
+		}
+	}
+}

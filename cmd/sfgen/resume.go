@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -38,8 +39,17 @@ caches. The state only moves forward, under the catch-up's turn, as a
 catch-up moves it; IDs made right after may be dated ahead of the clock
 until it catches up. Run it as the role that owns sfgen's objects (or a
 superuser), which must be able to read the tables (row security that
-would apply to it fails the read rather than run a policy). Running it
-again changes nothing.
+would apply to it fails the read rather than run a policy). Planning a
+read of a table runs the constant parts of its index expressions and
+predicates: before any read, resume looks in the catalogs for the
+functions each table's indexes, constraints, policies, partition key and
+column types reach, reads a table whose functions are another role's as
+its owner (SET ROLE, which a superuser may), and refuses, naming table,
+object, function and owner (exit 2), a function of a third role, or of
+an owner this role may not act as. Running it again changes nothing.
+
+Exit status: 0 done; 1 on a failure (not ready, the turn not had);
+2 on bad usage, or a refusal to run another role's code.
 
 Examples:
   sfgen resume --dsn "$NEW_PRIMARY"
@@ -66,6 +76,9 @@ func runResume(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	defer db.Close()
 	r, err := resume.Run(ctx, db, resume.Options{Schema: schema, After: snowflake.ID(after.Int64())})
+	if errors.Is(err, resume.ErrOthersCode) {
+		return c.usageError("%v", err)
+	}
 	if err != nil {
 		return c.fail("%s", redactErr(err, dsn))
 	}

@@ -133,3 +133,27 @@ func TestResumeRefuses(t *testing.T) {
 		t.Errorf("sfgen resume without a node = %d, %q", code, errOut)
 	}
 }
+
+// TestResumeRefusesOthersCode: a table whose key defaults to the
+// generator has an index whose predicate calls, on constants, a function
+// of role other: planning a read would run it as this role. sfgen resume
+// exits 2 naming the table, the index, the function and its owner, and
+// raises nothing.
+func TestResumeRefusesOthersCode(t *testing.T) {
+	dsn := pgtest.DSN(t)
+	if code, _, errOut := sfgen(t, "install", "--dsn", dsn, "--schema", "ids", "--datacenter", "1", "--machine", "1"); code != 0 {
+		t.Fatalf("install: %d, %s", code, errOut)
+	}
+	other, _ := pgtest.LoginRole(t, dsn, "other", "")
+	db := testDB(t, dsn)
+	mustExecDB(t, db, "CREATE SCHEMA o AUTHORIZATION "+other+"; SET ROLE "+other+`;
+CREATE FUNCTION o.yes(bigint) RETURNS boolean IMMUTABLE LANGUAGE sql RETURN true;
+RESET ROLE;
+CREATE TABLE public.orders (id bigint PRIMARY KEY DEFAULT ids.snowflake_next_id(), n bigint);
+CREATE INDEX yes_n ON public.orders (n) WHERE o.yes(0)`)
+	code, out, errOut := sfgen(t, "resume", "--dsn", dsn, "--schema", "ids")
+	want := "public.orders's index yes_n calls o.yes(bigint), a function of role " + other
+	if code != exitUsage || out != "" || !strings.Contains(errOut, want) || strings.Count(errOut, "\n") != 1 {
+		t.Errorf("sfgen resume = %d, %q, %q; want exit 2 saying %q", code, out, errOut, want)
+	}
+}

@@ -5,8 +5,10 @@
 // corruption by an INSERT-only role with its own operators, objects
 // squatted under sfgen's names before the install, a role with nothing
 // but CONNECT stalling snowflake_next_id(), overloads that make sfgen's
-// own calls ambiguous, and a node out of range accepted under a hostile
-// search_path.
+// own calls ambiguous, a node out of range accepted under a hostile
+// search_path, and another role's code that sfgen's commands would run
+// as a superuser (a CHECK, an index, a trigger ... of a table convert
+// rewrites or resume reads).
 //
 // Each attack is a helper that reports whether it succeeded and what the
 // attacker achieved, run by a table-driven test over sfgen's releases:

@@ -42,6 +42,7 @@ import (
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/otherscode"
 	"github.com/sfgen/sfgen/internal/pgident"
 )
 
@@ -65,7 +66,9 @@ var (
 	ErrColumnType  = errors.New("unsupported column type")
 	ErrBadDuration = errors.New("duration out of range")
 	// ErrOthersCode: reading the table would run another role's code
-	// with this role's privileges (a view that is not this role's).
+	// with this role's privileges (a view that is not this role's, a
+	// function another role owns in an index, statistics, constraint,
+	// policy or column type of the table).
 	ErrOthersCode = errors.New("would run another role's code")
 )
 
@@ -514,6 +517,9 @@ func Run(ctx context.Context, db Querier, o Options) (*Report, error) {
 	if err := checkColumn(ctx, tx, o, o.Column, "column", idTypes); err != nil {
 		return nil, err
 	}
+	if err := checkOthersCode(ctx, tx, o); err != nil {
+		return nil, err
+	}
 	if o.TimeColumn != "" {
 		if err := checkColumn(ctx, tx, o, o.TimeColumn, "time column", timeTypes); err != nil {
 			return nil, err
@@ -956,6 +962,37 @@ func less(a, b Node) bool {
 // readOnlyOwnCode sets row security off in tx: a policy that would apply
 // to this role (its expressions are the table owner's code, run with this
 // role's privileges) fails the read instead of running.
+// checkOthersCode refuses a table (or materialized view) whose reading
+// would run a function of a role other than this one and superusers:
+// planning a read folds the constant parts of its indexes' expressions
+// and predicates and of its extended statistics (and of its partitions'
+// and children's, which a read reads too, and their CHECK constraints).
+// It reads the catalogs only (package otherscode); nothing it finds is
+// called.
+func checkOthersCode(ctx context.Context, tx *sql.Tx, o Options) error {
+	var oid int64
+	var owner string
+	err := tx.QueryRowContext(ctx, `SELECT c.oid::pg_catalog.int8, c.relowner::pg_catalog.regrole::pg_catalog.text
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid OPERATOR(pg_catalog.=) c.relnamespace
+	WHERE n.nspname OPERATOR(pg_catalog.=) $1 AND c.relname OPERATOR(pg_catalog.=) $2`, o.Schema, o.Table).Scan(&oid, &owner)
+	if err != nil {
+		return fmt.Errorf("look up %s.%s: %w", o.Schema, o.Table, err)
+	}
+	uses, err := otherscode.FindIn(ctx, tx, otherscode.Tree(oid), otherscode.Options{ForRead: true, NotCurrentRole: true})
+	if err != nil {
+		return fmt.Errorf("%s.%s: %w", o.Schema, o.Table, err)
+	}
+	if len(uses) == 0 {
+		return nil
+	}
+	var us []string
+	for _, u := range uses {
+		us = append(us, u.String())
+	}
+	return fmt.Errorf("reading %s.%s would run another role's code with this role's privileges (planning a read folds the constant parts of indexes and statistics): %s: %w; audit it as its owner, %s, or give the functions to this role, or drop the objects",
+		o.Schema, o.Table, strings.Join(us, "; "), ErrOthersCode, owner)
+}
+
 func readOnlyOwnCode(ctx context.Context, tx *sql.Tx) error {
 	_, err := tx.ExecContext(ctx, "SET LOCAL row_security = off")
 	return err

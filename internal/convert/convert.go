@@ -22,6 +22,14 @@
 // from names checked by audit.ValidateName and quoted by pgident, with
 // every operator, function and type bound to pg_catalog or to sfgen's
 // schema.
+//
+// Before any change, and before it reads the tables' rows, it refuses
+// (an *OthersCodeError) tables whose constraints, indexes, statistics,
+// triggers, rules, policies, defaults or column types reach a function
+// of a role other than the converting one and superusers (package
+// otherscode, which reads the catalogs only): a rewrite, an index
+// rebuild, a constraint's check or a query's planning would run it with
+// the converting role's privileges, and its owner may replace it.
 package convert
 
 import (
@@ -31,6 +39,7 @@ import (
 	"embed"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -41,6 +50,7 @@ import (
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/otherscode"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlstate"
 )
@@ -67,6 +77,10 @@ var (
 	ErrNeedsRewrite = errors.New("conversion needs a rewrite")
 	ErrAhead        = errors.New("table holds IDs at or above the first new one")
 	ErrLockTimeout  = errors.New("lock not had in time")
+	// ErrOthersCode: a table convert would alter has a constraint, an
+	// index, a trigger, a rule, a policy, a default or a column type that
+	// calls a function of another role (an *OthersCodeError).
+	ErrOthersCode = errors.New("would run another role's code")
 )
 
 // A RefusedError says why a table is not converted. Kind, when not nil,
@@ -127,6 +141,41 @@ func (e *AheadError) Error() string {
 // Is reports whether target is ErrRefused or ErrAhead.
 func (e *AheadError) Is(target error) bool { return target == ErrRefused || target == ErrAhead }
 
+// An OthersCode is a function of another role that altering a table
+// could run: neither the converting role's (the owner of the tables it
+// alters) nor a superuser's.
+type OthersCode = otherscode.Use
+
+// An OthersCodeError refuses a conversion whose statements (a rewrite,
+// an index rebuild, a constraint's check) could run functions of other
+// roles with the converting role's privileges: such a role may replace
+// its function at any time, with code that makes it a superuser when a
+// superuser runs it.
+type OthersCodeError struct {
+	Uses []OthersCode
+}
+
+func (e *OthersCodeError) Error() string {
+	var uses, fixes []string
+	for _, u := range e.Uses {
+		uses = append(uses, u.String())
+		if u.Owner != u.TableOwner && !slices.Contains(fixes, u.Fix()) {
+			fixes = append(fixes, u.Fix())
+		}
+	}
+	fix := ""
+	if len(fixes) > 0 {
+		fix = "make it the table owner's (" + strings.Join(fixes, "; ") + ", run by a superuser), or "
+	}
+	return fmt.Sprintf("convert would run another role's code with this role's privileges: %s; altering a table (a rewrite, an index rebuild, a constraint's check) can run it, and its owner may replace it at any time: %sdrop the object, convert, and create it again; nothing changed",
+		strings.Join(uses, "; "), fix)
+}
+
+// Is reports whether target is ErrRefused or ErrOthersCode.
+func (e *OthersCodeError) Is(target error) bool {
+	return target == ErrRefused || target == ErrOthersCode
+}
+
 // Options says what to convert.
 type Options struct {
 	Sfgen       string // sfgen's schema; "" is public
@@ -146,6 +195,8 @@ type Rewrite struct {
 	Table string `json:"table"` // schema.table
 	Rows  int64  `json:"rows"`
 	Bytes int64  `json:"bytes"` // table, indexes and TOAST
+
+	tableQ string // Table, quoted
 }
 
 func (r Rewrite) String() string {
@@ -185,9 +236,10 @@ type Plan struct {
 	Layout      snowflake.Layout `json:"-"`
 	SQL         string           `json:"sql"`
 
-	o      Options
-	locksQ []string // Locks, quoted
-	static string   // SQL without comments, to tell a change between planning and applying
+	o        Options
+	locksQ   []string // Locks, quoted
+	lockOIDs []int64  // Locks' oids
+	static   string   // SQL without comments, to tell a change between planning and applying
 }
 
 // A Querier is a *sql.DB, *sql.Conn or *sql.Tx.
@@ -262,9 +314,13 @@ var integerTypes = map[string]bool{"smallint": true, "integer": true, "bigint": 
 // table with inheritance; a table this role does not own; a column that
 // is not a key or not an integer; a generated column; one that already
 // defaults to snowflake_next_id(); a table that holds a value at or above
-// the first ID the node makes now (an *AheadError); a role that may not
-// write the record; and, for an integer or smallint key, a rewrite that
-// views, rules or policies on the columns would block, or one without
+// the first ID the node makes now (an *AheadError); a table it alters
+// (or whose foreign key it has checked again) whose constraints,
+// indexes, statistics, triggers, rules, policies, defaults or column
+// types call a function of another role (an *OthersCodeError); a role
+// that may not write the record; and, for an integer or smallint key, a
+// rewrite that views, rules or policies on the columns would block, or
+// one without
 // o.Rewrite: then the plan is returned too, with a *RewriteError, so that
 // --dry-run can print it.
 func Prepare(ctx context.Context, q Querier, o Options) (*Plan, error) {
@@ -391,6 +447,7 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 			locked[t] = true
 			p.Locks = append(p.Locks, t)
 			p.locksQ = append(p.locksQ, pgident.Quote(c.Schema)+"."+pgident.Quote(c.Table))
+			p.lockOIDs = append(p.lockOIDs, c.oid)
 		}
 	}
 	for i := len(p.Referencing) - 1; i >= 0; i-- {
@@ -399,13 +456,26 @@ func prepare(ctx context.Context, q Querier, o Options, sizes bool) (*Plan, erro
 		}
 	}
 	lock(p.Key)
-	if err := p.checkWidened(ctx, q, sizes); err != nil {
+	if err := p.checkWidened(ctx, q); err != nil {
 		return nil, err
+	}
+	// Before any read of the tables' rows (the sizes counted below, the
+	// largest value): none runs code, but the check comes first anyway.
+	if err := p.checkOthersCode(ctx, q); err != nil {
+		return nil, err
+	}
+	if sizes {
+		if err := p.readSizes(ctx, q); err != nil {
+			return nil, err
+		}
 	}
 	if p.Distributed && len(p.Rewrites) > 0 {
 		return nil, refuse("table %s is a Citus table (distributed or reference), and convert does not change the type of the columns that reference its key there (%s would be rewritten): widen them to bigint with Citus first; nothing changed", name, p.Rewrites[0].Table)
 	}
-	d := p.data()
+	d, err := p.data()
+	if err != nil {
+		return nil, err
+	}
 	var maxID sql.Null[int64]
 	var nowMs int64
 	var canRecord bool
@@ -488,9 +558,9 @@ func (p *Plan) readReferencing(ctx context.Context, q Querier) error {
 }
 
 // checkWidened checks the columns that become bigint: of an integer
-// type, used by no view, rule or policy, in tables this role owns; and,
-// with sizes, counts the rows and bytes of their tables (p.Rewrites).
-func (p *Plan) checkWidened(ctx context.Context, q Querier, sizes bool) error {
+// type, used by no view, rule or policy, in tables this role owns; and
+// lists their tables in p.Rewrites (sizes unknown, -1: readSizes).
+func (p *Plan) checkWidened(ctx context.Context, q Querier) error {
 	rewritten := map[int64]bool{}
 	for _, c := range p.columns() {
 		if c.Type == "bigint" {
@@ -523,17 +593,56 @@ func (p *Plan) checkWidened(ctx context.Context, q Querier, sizes bool) error {
 		case !isOwner:
 			return refuse("column %s would become bigint, and %s is owned by role %s: convert alters a table only as its owner, so that no other role's code (a CHECK, an index expression) runs with this role's privileges; run convert as %s; nothing changed", c, t, owner, owner)
 		}
-		r := Rewrite{Table: t, Rows: -1, Bytes: -1}
-		if sizes {
-			tq := pgident.Quote(c.Schema) + "." + pgident.Quote(c.Table)
-			d := struct{ TableQ, TableL string }{tq, pgident.QuoteLiteral(tq)}
-			if err := queryRow(ctx, q, "size", d, nil, &r.Rows, &r.Bytes); err != nil {
-				return fmt.Errorf("read the size of %s: %w", t, err)
-			}
-		}
-		p.Rewrites = append(p.Rewrites, r)
+		p.Rewrites = append(p.Rewrites, Rewrite{Table: t, Rows: -1, Bytes: -1, tableQ: pgident.Quote(c.Schema) + "." + pgident.Quote(c.Table)})
 	}
 	return nil
+}
+
+// readSizes counts the rows and bytes of the tables p.Rewrites names.
+func (p *Plan) readSizes(ctx context.Context, q Querier) error {
+	for i := range p.Rewrites {
+		r := &p.Rewrites[i]
+		d := struct{ TableQ, TableL string }{r.tableQ, pgident.QuoteLiteral(r.tableQ)}
+		if err := queryRow(ctx, q, "size", d, nil, &r.Rows, &r.Bytes); err != nil {
+			return fmt.Errorf("read the size of %s: %w", r.Table, err)
+		}
+	}
+	return nil
+}
+
+// checkOthersCode refuses, with an *OthersCodeError, tables convert
+// alters or has PostgreSQL read (checkOIDs) with a constraint, an index,
+// a trigger, a rule, a policy, a default or a column type that calls,
+// directly or through operators, operator classes, domains and
+// SQL-standard bodies, a function whose owner is neither this role (the
+// owner of the tables it alters) nor a superuser (package otherscode). It
+// reads catalogs only: nothing it finds is called.
+func (p *Plan) checkOthersCode(ctx context.Context, q Querier) error {
+	uses, err := otherscode.Find(ctx, q, p.checkOIDs(), otherscode.Options{NotCurrentRole: true})
+	if err != nil {
+		return fmt.Errorf("%s: %w", strings.Join(p.Locks, ", "), err)
+	}
+	if len(uses) > 0 {
+		return &OthersCodeError{Uses: uses}
+	}
+	return nil
+}
+
+// checkOIDs are the tables whose functions checkOthersCode checks: those
+// it alters (p.Locks), and, when the key changes type, the referencing
+// tables already bigint, which it does not alter but whose foreign keys
+// PostgreSQL checks again with a query over them, whose planning folds
+// their indexes' constant parts.
+func (p *Plan) checkOIDs() []int64 {
+	oids := slices.Clone(p.lockOIDs)
+	if p.Key.Type != "bigint" {
+		for _, c := range p.Referencing {
+			if c.Type == "bigint" && !slices.Contains(oids, c.oid) {
+				oids = append(oids, c.oid)
+			}
+		}
+	}
+	return oids
 }
 
 type scriptRecord struct {
@@ -548,7 +657,9 @@ type scriptWiden struct{ TableQ, ColumnQ string }
 type scriptData struct {
 	What, TableQ, ColumnQ, SfgenQ, SfgenL, NameL, RecordQ, LayoutL string
 	NextID                                                         string // the default's function: snowflake_next_id, or snowflake_next_id_local on Citus
-	Notes, Locks, LocksL                                           []string
+	OIDs                                                           string // the SQL of an oid[] of the tables locked (Locks, as regclass)
+	OthersCode                                                     string // the query of otherscode over checkOIDs' tables, this role's functions left out
+	Notes, Locks                                                   []string
 	LockTimeoutMs                                                  int64
 	DropIdentity                                                   bool
 	HeadOnly                                                       bool // the script up to its ALTER TABLEs
@@ -556,7 +667,7 @@ type scriptData struct {
 	Widen                                                          []scriptWiden
 }
 
-func (p *Plan) data() scriptData {
+func (p *Plan) data() (scriptData, error) {
 	q := func(s, t string) string { return pgident.Quote(s) + "." + pgident.Quote(t) }
 	lit := pgident.QuoteLiteral
 	d := scriptData{
@@ -565,8 +676,22 @@ func (p *Plan) data() scriptData {
 		RecordQ: q(catalog.PrivateSchema(p.Sfgen), RecordTable), LayoutL: lit(p.Layout.Name()),
 		LockTimeoutMs: p.o.LockTimeout.Milliseconds(), DropIdentity: p.Identity != "", Locks: p.locksQ,
 	}
+	var oids []string
 	for _, t := range p.locksQ {
-		d.LocksL = append(d.LocksL, lit(t))
+		oids = append(oids, lit(t)+"::pg_catalog.regclass")
+	}
+	d.OIDs = "ARRAY[" + strings.Join(oids, ", ") + "]::pg_catalog.oid[]"
+	var err error
+	checked := oids
+	if p.Key.Type != "bigint" {
+		for _, c := range p.Referencing {
+			if c.Type == "bigint" {
+				checked = append(checked, lit(q(c.Schema, c.Table))+"::pg_catalog.regclass")
+			}
+		}
+	}
+	if d.OthersCode, err = otherscode.Query("ARRAY["+strings.Join(checked, ", ")+"]::pg_catalog.oid[]", otherscode.Options{NotCurrentRole: true}); err != nil {
+		return d, err
 	}
 	d.NextID = p.NextID()
 	d.What = oneLine(fmt.Sprintf("%s (%s) to %s.%s(), layout %s, node %s", p.Key, p.Key.Type, p.Sfgen, d.NextID, p.Layout.Name(), p.Node))
@@ -617,7 +742,7 @@ func (p *Plan) data() scriptData {
 		d.Widen = append(d.Widen, scriptWiden{d.TableQ, d.ColumnQ})
 	}
 	d.Notes = append(d.Notes, oneLine(fmt.Sprintf("Records the first ID it makes in %s, where sfgen audit finds it and counts the values below it as legacy.", p.Record)))
-	return d
+	return d, nil
 }
 
 // oneLine keeps a note on its comment line: a name with a newline in it
@@ -716,7 +841,10 @@ func (p *Plan) try(ctx context.Context, db *sql.DB, r *Result) error {
 	if again.static != p.static {
 		return refuse("%s changed while convert was planning (a foreign key, default or type): run convert again; nothing changed", p.Key)
 	}
-	d := p.data()
+	d, err := p.data()
+	if err != nil {
+		return err
+	}
 	if err := p.run(ctx, tx, d); err != nil {
 		return err
 	}

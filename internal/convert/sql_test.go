@@ -32,7 +32,10 @@ func testPlan() *Plan {
 func TestStatementsQualified(t *testing.T) {
 	sqlcheck.SkipUnsupported(t)
 	p := testPlan()
-	d := p.data()
+	d, err := p.data()
+	if err != nil {
+		t.Fatal(err)
+	}
 	tq := pgident.Quote("app") + "." + pgident.Quote("child")
 	for _, st := range []struct {
 		name string
@@ -75,7 +78,11 @@ func TestNotesStayComments(t *testing.T) {
 	p := testPlan()
 	p.Key.Table = "x\nDROP TABLE app.child; --"
 	p.Referencing[0].Via = "fk\rDROP TABLE app.child;"
-	script, err := render("script", p.data())
+	d, err := p.data()
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := render("script", d)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/catalog"
+	"github.com/sfgen/sfgen/internal/otherscode"
 	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -37,7 +39,34 @@ var (
 	// ErrNoTurn: the catch-up's turn was not had in TurnWait, or the turn
 	// table has no row for it.
 	ErrNoTurn = errors.New("the catch-up's turn was not had")
+	// ErrOthersCode: reading a table would run another role's code with
+	// this role's privileges (an *OthersCodeError).
+	ErrOthersCode = errors.New("would run another role's code")
 )
+
+// An OthersCodeError refuses to read tables whose constraints, indexes,
+// policies, partition key or column types reach functions of roles that
+// are neither this role nor a superuser, where reading as the table's
+// owner would not help (a third role's function) or is not allowed
+// (this role is not a member of the owner's). Planning a read alone folds
+// an index's constant expressions and predicates, and a partition's
+// constraints: such a function's owner, who may replace it at any time,
+// would run code as this role.
+type OthersCodeError struct {
+	Uses []otherscode.Use
+}
+
+func (e *OthersCodeError) Error() string {
+	var uses []string
+	for _, u := range e.Uses {
+		uses = append(uses, u.String())
+	}
+	return fmt.Sprintf("resume reads the tables whose default is sfgen's generator, and reading these would run another role's code with this role's privileges: %s; run resume as a role that owns those functions or may act as the tables' owners (a superuser), or give the functions to the tables' owners (ALTER FUNCTION ... OWNER TO ...), or drop the objects; nothing changed",
+		strings.Join(uses, "; "))
+}
+
+// Unwrap returns ErrOthersCode.
+func (e *OthersCodeError) Unwrap() error { return ErrOthersCode }
 
 // Options say which schema to resume, and an ID to end above besides the
 // stored ones.
@@ -80,7 +109,13 @@ type Report struct {
 //
 // The reads run under row_security off, so a table with row security
 // that would apply to the role fails the read rather than run a policy's
-// code; a SELECT of a table's column runs no other code of its owner.
+// code. Planning a read folds the constant expressions of the table's
+// indexes (and a partition's CHECK constraints): before any read, Run
+// reads the catalogs for every function the tables reach (package
+// otherscode) and reads a table as this role only when each is this
+// role's or a superuser's, as the table's owner (SET LOCAL ROLE) when
+// they are that owner's and this role may act as it, and refuses
+// otherwise (an *OthersCodeError), reading nothing.
 func Run(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 	conn, err := db.Conn(ctx)
 	if err != nil {
@@ -125,8 +160,13 @@ func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Colum
 	if _, err := tx.ExecContext(ctx, "SET LOCAL row_security = off"); err != nil {
 		return nil, err
 	}
+	// Base and partitioned tables only: a view's default is no column of
+	// rows, and reading a view would run its owner's code.
 	rows, err := tx.QueryContext(ctx, `
 		SELECT DISTINCT c.oid::pg_catalog.regclass::pg_catalog.text, a.attname::pg_catalog.text,
+			c.oid::pg_catalog.int8, r.rolname::pg_catalog.text, c.relowner::pg_catalog.regrole::pg_catalog.text,
+			-- SET ROLE needs membership, and from PostgreSQL 16 its SET option.
+			pg_catalog.pg_has_role(c.relowner, CASE WHEN pg_catalog.current_setting('server_version_num')::pg_catalog.int4 OPERATOR(pg_catalog.>=) 160000 THEN 'SET' ELSE 'MEMBER' END),
 			a.atttypid OPERATOR(pg_catalog.=) 'pg_catalog.int8'::pg_catalog.regtype,
 			COALESCE((SELECT i.indexrelid::pg_catalog.regclass::pg_catalog.text FROM pg_catalog.pg_index i
 				JOIN pg_catalog.pg_class ic ON ic.oid OPERATOR(pg_catalog.=) i.indexrelid
@@ -138,9 +178,10 @@ func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Colum
 		JOIN pg_catalog.pg_attrdef ad ON d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_attrdef'::pg_catalog.regclass AND d.objid OPERATOR(pg_catalog.=) ad.oid
 		JOIN pg_catalog.pg_class c ON c.oid OPERATOR(pg_catalog.=) ad.adrelid
 		JOIN pg_catalog.pg_attribute a ON a.attrelid OPERATOR(pg_catalog.=) ad.adrelid AND a.attnum OPERATOR(pg_catalog.=) ad.adnum
+		JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner
 		WHERE d.refclassid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
-			AND d.refobjid IN (pg_catalog.to_regprocedure($1), pg_catalog.to_regprocedure($2))
-			AND c.relkind IN ('r', 'p')
+			AND d.refobjid OPERATOR(pg_catalog.=) ANY (ARRAY[pg_catalog.to_regprocedure($1), pg_catalog.to_regprocedure($2)]::pg_catalog.oid[])
+			AND (c.relkind OPERATOR(pg_catalog.=) 'r' OR c.relkind OPERATOR(pg_catalog.=) 'p')
 		ORDER BY 1, 2`,
 		in.Schema.Quoted()+".snowflake_next_id()", in.Schema.Quoted()+".snowflake_next_id_local()")
 	if err != nil {
@@ -149,11 +190,15 @@ func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Colum
 	type found struct {
 		table, column, index string
 		bigint               bool
+		oid                  int64
+		owner, ownerRole     string // the owner's name, and as regrole writes it
+		canBeOwner           bool   // this role may SET ROLE to the owner
+		asOwner              bool   // read as the owner (readAs)
 	}
 	var all []found
 	for rows.Next() {
 		var f found
-		if err := rows.Scan(&f.table, &f.column, &f.bigint, &f.index); err != nil {
+		if err := rows.Scan(&f.table, &f.column, &f.oid, &f.owner, &f.ownerRole, &f.canBeOwner, &f.bigint, &f.index); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -162,6 +207,25 @@ func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Colum
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
+	}
+	// Before any read: whose code reading each table could run.
+	var refused []otherscode.Use
+	asOwner := map[int64]bool{}
+	for i := range all {
+		f := &all[i]
+		if as, ok := asOwner[f.oid]; ok {
+			f.asOwner = as
+			continue
+		}
+		var err error
+		f.asOwner, refused, err = readAs(ctx, tx, f.oid, f.ownerRole, f.canBeOwner, refused)
+		if err != nil {
+			return nil, fmt.Errorf("read the functions %s calls: %w", f.table, err)
+		}
+		asOwner[f.oid] = f.asOwner
+	}
+	if len(refused) > 0 {
+		return nil, &OthersCodeError{Uses: refused}
 	}
 	l := in.Layout
 	shift := l.Shift(snowflake.FieldMachine)
@@ -181,13 +245,64 @@ func columns(ctx context.Context, conn *sql.Conn, in catalog.Installed) ([]Colum
 			// largest ID.
 			q = fmt.Sprintf("SELECT %[1]s FROM %[2]s WHERE %[3]s ORDER BY %[1]s DESC LIMIT 1", col, f.table, where)
 		}
-		var m sql.NullInt64
-		if err := tx.QueryRowContext(ctx, q).Scan(&m); err != nil && !errors.Is(err, sql.ErrNoRows) {
+		m, err := readMax(ctx, tx, q, f.owner, f.asOwner)
+		if err != nil {
 			return nil, fmt.Errorf("read the largest ID of node %s in %s.%s (as a role that may read every row of it): %w", in.Node, f.table, col, err)
 		}
 		out = append(out, Column{Table: f.table, Column: f.column, Max: snowflake.ID(m.Int64), Index: f.index})
 	}
 	return out, nil
+}
+
+// readAs decides how to read table oid (and the partitions and
+// inheritance children a read of it reads), from the functions not
+// owned by a superuser that their objects reach: as this role when each
+// is this role's (asOwner false); as the table's owner when each is
+// this role's or that owner's (ownerRole, as regrole writes it) and
+// this role may act as it (canBeOwner); otherwise it appends to refused
+// the functions of neither.
+func readAs(ctx context.Context, tx *sql.Tx, oid int64, ownerRole string, canBeOwner bool, refused []otherscode.Use) (asOwner bool, _ []otherscode.Use, _ error) {
+	uses, err := otherscode.FindIn(ctx, tx, otherscode.Tree(oid), otherscode.Options{ForRead: true})
+	if err != nil {
+		return false, refused, err
+	}
+	var notMine []otherscode.Use
+	for _, u := range uses {
+		if !u.ByCurrentRole {
+			notMine = append(notMine, u)
+		}
+	}
+	if len(notMine) == 0 {
+		return false, refused, nil
+	}
+	for _, u := range notMine {
+		if u.Owner != ownerRole || !canBeOwner {
+			refused = append(refused, u)
+		}
+	}
+	return true, refused, nil
+}
+
+// readMax runs q, a read of one table's largest ID, in tx: as this role,
+// or, with asOwner, as the table's owner (SET LOCAL ROLE), so that the
+// owner's functions its planning folds run as the owner; then this
+// role's role, row_security and search_path again, whatever that code
+// set. No row is NULL.
+func readMax(ctx context.Context, tx *sql.Tx, q, owner string, asOwner bool) (sql.NullInt64, error) {
+	var m sql.NullInt64
+	if asOwner {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL ROLE "+pgident.Quote(owner)); err != nil {
+			return m, err
+		}
+	}
+	err := tx.QueryRowContext(ctx, q).Scan(&m)
+	if errors.Is(err, sql.ErrNoRows) {
+		err = nil
+	}
+	if asOwner && err == nil {
+		_, err = tx.ExecContext(ctx, "RESET ROLE; SET LOCAL row_security = off; SET LOCAL search_path = pg_catalog, pg_temp")
+	}
+	return m, err
 }
 
 // stateAbove is the generator state (Unix ms << sequence bits |
