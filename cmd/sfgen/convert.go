@@ -11,23 +11,23 @@ import (
 	"time"
 
 	snowflake "github.com/sfgen/sfgen"
-	"github.com/sfgen/sfgen/internal/audit"
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/convert"
 )
 
 const convertHelp = `
-sfgen convert --dsn URL --table T [--column C] [--schema S] [--sfgen-schema S] [--dry-run] [--rewrite] [--json]
+sfgen convert --dsn URL --table T [--column C] [--table-schema S] [--sfgen-schema S] [--dry-run] [--rewrite] [--json]
 
 Moves an existing table's key (bigserial, serial, an identity column, a
 sequence default, or a plain bigint, integer or smallint key) to sfgen's
 snowflake_next_id(), in one transaction: new rows get Snowflake IDs of the
 database's node, all above the values already there.
 
---table, --column and --schema name the table as 'sfgen audit' does, so
-the same three flags audit it afterwards (--schema is the table's schema);
---sfgen-schema names the schema sfgen is installed in, what --schema is to
-'sfgen install' and 'sfgen node'. --column defaults to the table's primary
+--table, --column and --table-schema name the table as 'sfgen audit' does,
+so the same three flags audit it afterwards (--schema, the older spelling
+of --table-schema here, still works and warns); --sfgen-schema names the
+schema sfgen is installed in, what --schema is to 'sfgen install' and
+'sfgen node'. --column defaults to the table's primary
 key of one column; it must be a column that a primary key, a unique
 constraint or a unique index has alone.
 
@@ -80,7 +80,7 @@ changed; 2 on bad usage or a refusal: nothing changed.
 Examples:
   sfgen convert --dsn postgres://app@localhost/app --table orders --dry-run
   sfgen convert --table orders
-  sfgen convert --table users --schema app --sfgen-schema ids --rewrite
+  sfgen convert --table users --table-schema app --sfgen-schema ids --rewrite
   sfgen convert --table users --dry-run > db/migrations/20260101000000_users_snowflake.sql
 `
 
@@ -89,7 +89,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	table := c.fs.String("table", "", "the `TABLE` to convert (required)")
 	column := c.fs.String("column", "", "the key `COLUMN` (default: the table's primary key of one column)")
-	schema := c.fs.String("schema", audit.DefaultSchema, "the table's `SCHEMA`, as in sfgen audit")
+	schema := c.tableSchemaVar("the table's `SCHEMA`, as in sfgen audit")
 	sfgenSchema := c.fs.String("sfgen-schema", catalog.Public.Name(), "the `SCHEMA` sfgen is installed in (install's and node's --schema)")
 	dryRun := c.fs.Bool("dry-run", false, "print the SQL (a goose migration), change nothing")
 	rewrite := c.fs.Bool("rewrite", false, "widen an integer or smallint key and its foreign keys to bigint: rewrites those tables under ACCESS EXCLUSIVE locks")

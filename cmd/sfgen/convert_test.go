@@ -57,7 +57,7 @@ func newConvEnv(t *testing.T, dc, m int64) *convEnv {
 		t.Fatalf("install as %s: %v", role, err)
 	}
 	e.exec(e.app, "CREATE SCHEMA app")
-	e.sfgenFlags = []string{"--dsn", appDSN, "--schema", "app", "--sfgen-schema", "ids"}
+	e.sfgenFlags = []string{"--dsn", appDSN, "--table-schema", "app", "--sfgen-schema", "ids"}
 	return e
 }
 
@@ -215,12 +215,12 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 		t.Errorf("recorded first ID %d (%v); want in (5000, %d)", first, err, id)
 	}
 
-	code, out, errOut = sfgen(t, "audit", "--dsn", e.appDSN, "--schema", "app", "--table", "parent")
+	code, out, errOut = sfgen(t, "audit", "--dsn", e.appDSN, "--table-schema", "app", "--table", "parent")
 	if code != exitOK || !strings.Contains(out, "\nrows      5001 (0 NULL)\n") || !strings.Contains(out, "\nlegacy    5000 (below ") ||
 		!strings.Contains(out, "\nnodes     1\n") || !strings.Contains(out, "OK: no future or invalid IDs") {
 		t.Errorf("audit: exit %d, stderr %q:\n%s", code, errOut, out)
 	}
-	code, out, _ = sfgen(t, "audit", "--dsn", e.appDSN, "--schema", "app", "--table", "parent", "--json")
+	code, out, _ = sfgen(t, "audit", "--dsn", e.appDSN, "--table-schema", "app", "--table", "parent", "--json")
 	var r struct {
 		Legacy      int64  `json:"legacy"`
 		LegacyBelow string `json:"legacy_below"`
@@ -235,7 +235,7 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 		t.Errorf("audit --json: exit %d, %+v (%v):\n%s", code, r, err, out)
 	}
 	// The child's column, recorded too: its old references are legacy.
-	code, out, _ = sfgen(t, "audit", "--dsn", e.appDSN, "--schema", "app", "--table", "child", "--column", "parent_id")
+	code, out, _ = sfgen(t, "audit", "--dsn", e.appDSN, "--table-schema", "app", "--table", "child", "--column", "parent_id")
 	if code != exitOK || !strings.Contains(out, "\nlegacy    5000 (below ") {
 		t.Errorf("audit of the child: exit %d:\n%s", code, out)
 	}
@@ -243,7 +243,7 @@ func TestConvertSerialParentAndChild(t *testing.T) {
 	// told so, not given a guess.
 	reader, readerDSN := pgtest.LoginRole(t, e.dsn, "reader", "")
 	e.exec(e.app, "GRANT USAGE ON SCHEMA app TO "+reader+"; GRANT SELECT ON app.parent TO "+reader)
-	code, out, errOut = sfgen(t, "audit", "--dsn", readerDSN, "--schema", "app", "--table", "parent")
+	code, out, errOut = sfgen(t, "audit", "--dsn", readerDSN, "--table-schema", "app", "--table", "parent")
 	if code != exitOK || !strings.Contains(out, "\nlegacy    not read: this role may not read ids_sfgen.snowflake_conversion (sfgen's owner, "+e.role+", may)\n") ||
 		strings.Contains(out, "legacy    5000") {
 		t.Errorf("audit as %s: exit %d, stderr %q:\n%s", reader, code, errOut, out)
