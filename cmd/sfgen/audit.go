@@ -102,7 +102,7 @@ func runAudit(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	table := c.fs.String("table", "", "the `TABLE` to audit (required)")
 	column := c.fs.String("column", audit.DefaultColumn, "the `COLUMN` that holds the IDs")
-	schema := c.tableSchemaVar("the table's `SCHEMA`")
+	schema := c.tableSchemaVar("the table's `SCHEMA`", "audit finds sfgen's from the column's default")
 	timeColumn := c.fs.String("time-column", "", "compare each ID's time with this timestamp `COLUMN`")
 	tolerance := c.fs.Duration("future-tolerance", audit.DefaultFutureTolerance, "an ID dated after the database's now() plus `D` is future")
 	threshold := c.fs.Duration("skew-threshold", audit.DefaultSkewThreshold, "with --time-column, count the rows whose |skew| exceeds `D`")

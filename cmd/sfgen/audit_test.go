@@ -465,16 +465,15 @@ func withoutNow(report string) string {
 
 // TestAuditTableSchema: --table-schema names the table's schema, as
 // --schema did in audit while it names sfgen's schema in every other
-// command (issue 43, item 5). --schema still works, unchanged on stdout
-// and in its exit status, and warns naming --table-schema; the two
-// given with different values are refused; the issue's mistake, --schema
-// meant as sfgen's, gets the warning before the missing table.
+// command (issue 43, item 5). --schema is refused, exit 2, naming
+// --table-schema: the issue's mistake, --schema meant as sfgen's, got
+// "table ids.orders does not exist".
 func TestAuditTableSchema(t *testing.T) {
 	dsn := pgtest.DSN(t)
 	db := testDB(t, dsn)
 	execAll(t, db, "CREATE SCHEMA app", "CREATE TABLE app.orders (id bigint)", "INSERT INTO app.orders VALUES (4194439168)",
 		"CREATE TABLE public.orders (id bigint)")
-	const warning = "sfgen audit: warning: --schema is deprecated here, where it names the table's schema: give --table-schema (in every other command --schema names sfgen's schema)\n"
+	const refused = "sfgen audit: invalid value \"%s\" for flag --schema: the table's schema is --table-schema here; --schema names sfgen's schema in every other command, and audit finds sfgen's from the column's default; see 'sfgen audit --help'\n"
 	_, clean, _ := sfgen(t, "audit", "--dsn", dsn, "--table", "orders", "--table-schema", "app")
 	if !strings.HasPrefix(clean, "table     app.orders, column id, layout twitter (assumed: the column's default calls no sfgen generator; --layout names another)\nrows      1 (0 NULL)\n") {
 		t.Fatalf("audit --table-schema app:\n%s", clean)
@@ -485,11 +484,9 @@ func TestAuditTableSchema(t *testing.T) {
 		stdout, errs string
 	}{
 		{[]string{"--table-schema", "app"}, exitOK, clean, ""},
-		{[]string{"--schema", "app"}, exitOK, clean, warning},
-		{[]string{"--schema", "app", "--table-schema", "app"}, exitOK, clean, warning},
-		{[]string{"--schema", "app", "--table-schema", "public"}, exitUsage, "",
-			"sfgen audit: --schema and --table-schema differ: give --table-schema alone (--schema is its deprecated spelling)\n"},
-		{[]string{"--schema", "ids"}, exitUsage, "", warning + "sfgen audit: table ids.orders does not exist (names are matched exactly, as if quoted)\n"},
+		{[]string{"--schema", "app"}, exitUsage, "", fmt.Sprintf(refused, "app")},
+		{[]string{"--schema", "ids"}, exitUsage, "", fmt.Sprintf(refused, "ids")}, // issue 43's: "table ids.orders does not exist"
+		{[]string{"--schema", "app", "--table-schema", "app"}, exitUsage, "", fmt.Sprintf(refused, "app")},
 	} {
 		code, out, errOut := sfgen(t, append([]string{"audit", "--dsn", dsn, "--table", "orders"}, tc.args...)...)
 		if code != tc.code || withoutNow(out) != withoutNow(tc.stdout) || errOut != tc.errs {

@@ -408,8 +408,8 @@ func TestEmptySchemaRefused(t *testing.T) {
 		{[]string{"next", "--dsn", nowhere}, "schema"},
 		{[]string{"bench", "--dsn", nowhere}, "schema"},
 		{[]string{"resume", "--dsn", nowhere}, "schema"},
-		{[]string{"audit", "--dsn", nowhere, "--table", "t"}, "schema"},
-		{[]string{"convert", "--dsn", nowhere, "--table", "t"}, "schema"},
+		{[]string{"audit", "--dsn", nowhere, "--table", "t"}, "table-schema"},
+		{[]string{"convert", "--dsn", nowhere, "--table", "t"}, "table-schema"},
 		{[]string{"convert", "--dsn", nowhere, "--table", "t"}, "sfgen-schema"},
 	} {
 		for _, form := range [][]string{{"--" + tc.flag, ""}, {"--" + tc.flag + "="}} {

@@ -24,8 +24,8 @@ snowflake_next_id(), in one transaction: new rows get Snowflake IDs of the
 database's node, all above the values already there.
 
 --table, --column and --table-schema name the table as 'sfgen audit' does,
-so the same three flags audit it afterwards (--schema, the older spelling
-of --table-schema here, still works and warns); --sfgen-schema names the
+so the same three flags audit it afterwards (--schema, which names sfgen's
+schema in every other command, is refused here); --sfgen-schema names the
 schema sfgen is installed in, what --schema is to 'sfgen install' and
 'sfgen node'. --column defaults to the table's primary
 key of one column; it must be a column that a primary key, a unique
@@ -89,7 +89,7 @@ func runConvert(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	dsnFlag := c.fs.String("dsn", "", dsnHelp)
 	table := c.fs.String("table", "", "the `TABLE` to convert (required)")
 	column := c.fs.String("column", "", "the key `COLUMN` (default: the table's primary key of one column)")
-	schema := c.tableSchemaVar("the table's `SCHEMA`, as in sfgen audit")
+	schema := c.tableSchemaVar("the table's `SCHEMA`, as in sfgen audit", "convert takes sfgen's as --sfgen-schema")
 	sfgenSchema := c.fs.String("sfgen-schema", catalog.Public.Name(), "the `SCHEMA` sfgen is installed in (install's and node's --schema)")
 	dryRun := c.fs.Bool("dry-run", false, "print the SQL (a goose migration), change nothing")
 	rewrite := c.fs.Bool("rewrite", false, "widen an integer or smallint key and its foreign keys to bigint: rewrites those tables under ACCESS EXCLUSIVE locks")

@@ -310,24 +310,15 @@ func (c *cli) schemaVar(usage string) *string {
 }
 
 // tableSchemaVar defines --table-schema, the schema of the table a
-// command reads (public when not given), and --schema as its deprecated
-// spelling: in every other command --schema names sfgen's schema, so
-// given here it still names the table's, as it did, and warns, naming
-// --table-schema. It returns the table's schema, set once the flags are
-// checked.
-func (c *cli) tableSchemaVar(usage string) *string {
+// command reads (public when not given). --schema, which names sfgen's
+// schema in every other command and the table's in audit and convert
+// before release 8's CLI, is refused here, naming --table-schema (and
+// where to give sfgen's): one meaning per flag name. It returns the
+// table's schema, set once the flags are parsed.
+func (c *cli) tableSchemaVar(usage, sfgenSchema string) *string {
 	s := c.fs.String("table-schema", catalog.Public.Name(), usage)
-	old := c.fs.String("schema", "", "the table's `SCHEMA`: the deprecated spelling of --table-schema (in every other command --schema names sfgen's schema)")
-	c.checks = append(c.checks, func() error {
-		if !c.flagSet("schema") {
-			return nil
-		}
-		if c.flagSet("table-schema") && *s != *old {
-			return errors.New("--schema and --table-schema differ: give --table-schema alone (--schema is its deprecated spelling)")
-		}
-		*s = *old
-		fmt.Fprintf(c.stderr, "sfgen %s: warning: --schema is deprecated here, where it names the table's schema: give --table-schema (in every other command --schema names sfgen's schema)\n", c.name)
-		return nil
+	c.fs.Func("schema", "refused here: the table's schema is --table-schema (--schema names sfgen's schema in every other command)", func(string) error {
+		return fmt.Errorf("the table's schema is --table-schema here; --schema names sfgen's schema in every other command, and %s", sfgenSchema)
 	})
 	return s
 }
