@@ -103,6 +103,69 @@ func Upgrade(o Options) ([]byte, error) {
 	return render(o, "upgrade.sql.tmpl", true)
 }
 
+// Sections are a migration of the latest release for a migration tool
+// other than goose, without any tool's annotations: the comment block
+// that heads it (what `sfgen migration` reads back: Release, Schema and
+// Layout lines), the SQL that migrates up and the SQL that migrates down.
+// Up carries no transaction control of its own and begins with a guard
+// that refuses, changing nothing, unless it runs in one transaction (the
+// tool's); Down runs in one transaction too.
+type Sections struct {
+	Header, Up, Down []byte
+}
+
+// InstallSections renders the sections of the migration Migration
+// renders for goose: Up installs the latest release (or upgrades an
+// earlier install in place), Down removes what it installed.
+func InstallSections(o Options) (Sections, error) {
+	return sections(o, false)
+}
+
+// UpgradeSections renders the sections of the migration Upgrade renders
+// for goose: Up takes a schema at any earlier release to the latest, and
+// Down fails, saying that it cannot be undone. o's node is not used.
+func UpgradeSections(o Options) (Sections, error) {
+	if _, err := newTemplateData(o, true); err != nil {
+		return Sections{}, err
+	}
+	o.Datacenter, o.Machine, o.UnsetNode = 0, 0, false
+	return sections(o, true)
+}
+
+// sections renders an install's sections, or with upgrade an upgrade's.
+func sections(o Options, upgrade bool) (Sections, error) {
+	d, err := newTemplateData(o, false)
+	if err != nil {
+		return Sections{}, err
+	}
+	d.Upgrade = upgrade
+	header, down := []string{"header"}, "install_down"
+	if upgrade {
+		header, down = []string{"header", "upgrade_note"}, "upgrade_down"
+	}
+	part := func(names ...string) ([]byte, error) {
+		var b bytes.Buffer
+		for _, n := range names {
+			if err := templates.ExecuteTemplate(&b, n, d); err != nil {
+				return nil, fmt.Errorf("render sql: %w", err)
+			}
+			b.WriteString("\n")
+		}
+		return tidy(b.Bytes()), nil
+	}
+	var s Sections
+	if s.Header, err = part(header...); err != nil {
+		return Sections{}, err
+	}
+	if s.Up, err = part("plain_up"); err != nil {
+		return Sections{}, err
+	}
+	if s.Down, err = part("transaction_guard", down); err != nil {
+		return Sections{}, err
+	}
+	return s, nil
+}
+
 // Generator renders the latest release's SQL snowflake_next_id(), with
 // the sequences and functions it uses, as its migrations create them, for
 // a goose migration's section: run over a schema at the latest release,
