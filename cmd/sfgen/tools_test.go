@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"net/url"
@@ -36,14 +37,47 @@ type migrationTool struct {
 	recorded func(t *testing.T, conn *pgx.Conn) string
 }
 
-// migrationTools are golang-migrate and tern as Go modules, and dbmate,
-// the npm registry's binary, when there is one (dbmateCommand).
+// migrationTools are goose, golang-migrate and tern as Go modules, and
+// dbmate, the npm registry's binary, when there is one (dbmateCommand).
 func migrationTools() []migrationTool {
 	return []migrationTool{
+		{migrationdir.Goose, gooseUp, gooseDown, gooseRecorded},
 		{migrationdir.GolangMigrate, golangMigrateUp, golangMigrateDown, golangMigrateRecorded},
 		{migrationdir.Dbmate, dbmateRun("migrate"), dbmateRun("rollback"), dbmateRecorded},
 		{migrationdir.Tern, ternUp, ternDown, ternRecorded},
 	}
+}
+
+// gooseDB opens dsn through database/sql for goose's Provider.
+func gooseDB(t *testing.T, dsn string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("pgx", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
+
+func gooseUp(t *testing.T, dir, dsn string) error {
+	_, err := gooseProvider(t, gooseDB(t, dsn), dir).Up(context.Background())
+	return err
+}
+
+func gooseDown(t *testing.T, dir, dsn string) error {
+	_, err := gooseProvider(t, gooseDB(t, dsn), dir).Down(context.Background())
+	return err
+}
+
+func gooseRecorded(t *testing.T, conn *pgx.Conn) string {
+	var v int64
+	if err := conn.QueryRow(context.Background(), "SELECT coalesce(max(version_id), 0) FROM public.goose_db_version").Scan(&v); err != nil {
+		t.Fatalf("read goose's goose_db_version: %v", err)
+	}
+	if v == 0 {
+		return "none"
+	}
+	return fmt.Sprint(v)
 }
 
 func golangMigrate(t *testing.T, dir, dsn string) *migrate.Migrate {
@@ -304,6 +338,12 @@ func releaseSevenFiles(t *testing.T, dir string, f migrationdir.Format, o sqlgen
 	if err != nil {
 		t.Fatal(err)
 	}
+	if f == migrationdir.Goose {
+		if err := os.WriteFile(filepath.Join(dir, "00001_sfgen_snowflake.sql"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
 	header, _, _ := strings.Cut(string(b), "\n\n")
 	if !strings.Contains(header, "\n-- Release: 7") {
 		t.Fatalf("release 7's header has no Release line:\n%s", header)
@@ -368,7 +408,7 @@ func TestMigrationFormatsUpgradeWithTheirTools(t *testing.T) {
 			if code != 0 || !strings.Contains(out, fmt.Sprintf("2_sfgen_release_%d.", sqlgen.Latest)) {
 				t.Fatalf("sfgen migration = %d, %q, %q; want the upgrade as version 2", code, out, errOut)
 			}
-			if strings.Contains(readAll(t, strings.Fields(out)...), "+goose") {
+			if strings.Contains(readAll(t, strings.Fields(out)...), "+goose") != (tool.format == migrationdir.Goose) {
 				t.Errorf("the %s upgrade has goose annotations", tool.format)
 			}
 			if err := tool.up(t, dir, dsn); err != nil {
@@ -438,8 +478,10 @@ func TestMigrationFormatsFailWhole(t *testing.T) {
 }
 
 // TestScriptUnderTools: `sfgen sql`, unchanged, as one migration of tools
-// that run it in their transaction: it applies whole, and, refused by the
-// preflight, leaves nothing and nothing recorded.
+// that run it in their transaction: it applies whole; refused by the
+// preflight, or followed in the same migration by a statement that fails,
+// it leaves nothing and nothing recorded (a script with a COMMIT of its
+// own left its part committed: under dbmate recorded too, under tern not).
 func TestScriptUnderTools(t *testing.T) {
 	ctx := context.Background()
 	script, err := sqlgen.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: 1})
@@ -447,11 +489,12 @@ func TestScriptUnderTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, tool := range migrationTools() {
-		if tool.format == migrationdir.GolangMigrate {
-			continue // one query: what the simple-query tests run
+		if tool.format == migrationdir.GolangMigrate || tool.format == migrationdir.Goose {
+			continue // one query (internal/sqlgen's tests run it so); goose needs its annotations
 		}
-		for _, squat := range []bool{false, true} {
-			t.Run(fmt.Sprintf("%s/squatted=%v", tool.format, squat), func(t *testing.T) {
+		for _, mode := range []string{"applies", "squatted", "fails after"} {
+			squat, failAfter := mode == "squatted", mode == "fails after"
+			t.Run(string(tool.format)+"/"+mode, func(t *testing.T) {
 				dsn := pgtest.DSN(t)
 				conn, err := pgx.Connect(ctx, dsn)
 				if err != nil {
@@ -464,12 +507,16 @@ func TestScriptUnderTools(t *testing.T) {
 					}
 				}
 				dir := t.TempDir()
+				body := string(script)
+				if failAfter {
+					body += "\nSELECT pg_catalog.int4div(1, 0);\n"
+				}
 				var content string
 				switch tool.format {
 				case migrationdir.Dbmate:
-					content = "-- migrate:up\n" + string(script) + "\n-- migrate:down\n"
+					content = "-- migrate:up\n" + body + "\n-- migrate:down\n"
 				case migrationdir.Tern:
-					content = string(script)
+					content = body
 				}
 				if err := os.WriteFile(filepath.Join(dir, "001_snowflake.sql"), []byte(content), 0o644); err != nil {
 					t.Fatal(err)
@@ -477,9 +524,13 @@ func TestScriptUnderTools(t *testing.T) {
 				err = tool.up(t, dir, dsn)
 				schemas, functions := sfgenObjects(t, conn)
 				recorded := tool.recorded(t, conn)
-				if squat {
-					if err == nil || len(schemas) != 1 || functions != 0 || recorded != "none" {
-						t.Errorf("squatted: up = %v; schemas %v, %d functions, recorded %q; want refused, nothing left or recorded", err, schemas, functions, recorded)
+				if squat || failAfter {
+					want := 0
+					if squat {
+						want = 1 // the squatter's ids
+					}
+					if err == nil || len(schemas) != want || functions != 0 || recorded != "none" {
+						t.Errorf("%s: up = %v; schemas %v, %d functions, recorded %q; want it failed, nothing left or recorded", mode, err, schemas, functions, recorded)
 					}
 					return
 				}
