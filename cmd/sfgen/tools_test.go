@@ -554,3 +554,35 @@ func readAll(t *testing.T, paths ...string) string {
 	}
 	return b.String()
 }
+
+// TestMigrationFormatUsage: what `sfgen migration --format` refuses, with
+// exit status 2, writing nothing.
+func TestMigrationFormatUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		before []string // earlier runs' arguments, after --dir
+		args   []string
+		want   string
+	}{
+		{"unknown", nil, []string{"--format", "flyway"}, `--format: unknown migration format "flyway"; want one of goose, golang-migrate, dbmate, tern`},
+		{"native with dbmate", nil, []string{"--format", "dbmate", "--native", "--native-dir", "/srv/sfgen"}, "--native writes goose migrations only"},
+		{"another tool's directory", []string{"--format", "tern"}, []string{"--format", "dbmate"}, "--format dbmate conflicts with"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			if tc.before != nil {
+				if code, _, errOut := sfgen(t, append([]string{"migration", "--dir", dir}, tc.before...)...); code != 0 {
+					t.Fatalf("first run: %d %s", code, errOut)
+				}
+			}
+			entries, _ := os.ReadDir(dir)
+			code, out, errOut := sfgen(t, append([]string{"migration", "--dir", dir}, tc.args...)...)
+			if code != 2 || out != "" || !strings.Contains(errOut, tc.want) {
+				t.Errorf("sfgen migration %q = %d, %q, %q; want 2 and %q", tc.args, code, out, errOut, tc.want)
+			}
+			if after, _ := os.ReadDir(dir); len(after) != len(entries) {
+				t.Errorf("a refused run wrote %d files", len(after)-len(entries))
+			}
+		})
+	}
+}
