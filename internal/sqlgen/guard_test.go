@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -83,18 +84,9 @@ func TestScriptRunsInOneTransactionOrNotAtAll(t *testing.T) {
 			if !strings.Contains(string(out), "sfgen: this SQL must run in one transaction") {
 				t.Errorf("psql output does not give the guard's reason:\n%s", out)
 			}
-			if len(tc.psqlArgs) > 0 && slicesContain(tc.psqlArgs, "ON_ERROR_STOP=1") && runErr == nil {
+			if len(tc.psqlArgs) > 0 && slices.Contains(tc.psqlArgs, "ON_ERROR_STOP=1") && runErr == nil {
 				t.Errorf("psql with ON_ERROR_STOP exited 0 on a refusal")
 			}
 		})
 	}
-}
-
-func slicesContain(s []string, v string) bool {
-	for _, x := range s {
-		if x == v {
-			return true
-		}
-	}
-	return false
 }
