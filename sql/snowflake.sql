@@ -9,12 +9,45 @@
 -- Schema: public
 -- Release: 8
 --
--- Run it with psql -v ON_ERROR_STOP=1 -f: it is one transaction, and it
--- can run again on a database it has installed into.
+-- Run it in one transaction: psql -1 -v ON_ERROR_STOP=1 -f snowflake.sql
+-- (or -f - for standard input), or as one migration of a tool that runs
+-- each migration in a transaction (dbmate, tern, Atlas). It has no BEGIN
+-- or COMMIT of its own, so that such a tool's transaction holds it whole;
+-- run outside one, it refuses before it changes anything. It can run
+-- again on a database it has installed into.
 
-BEGIN;
--- Resolve every name below in pg_catalog only, for this transaction.
-SET LOCAL search_path = pg_catalog, pg_temp;
+-- sfgen runs in one transaction, the one psql -1 or a migration tool
+-- opens; this and the next statement refuse, changing nothing, elsewhere.
+DO $guard$
+BEGIN
+    PERFORM pg_catalog.set_config('sfgen.in_one_transaction', 'yes', true);
+END
+$guard$;
+DO $guard$
+BEGIN
+    IF pg_catalog.current_setting('sfgen.in_one_transaction', true) OPERATOR(pg_catalog.=) 'yes' THEN
+        RETURN;
+    END IF;
+    -- Each statement commits on its own here: make this session
+    -- read-only, so that no statement after this one changes anything
+    -- if the client carries on after the error below.
+    PERFORM pg_catalog.set_config('default_transaction_read_only', 'on', false);
+    COMMIT;
+    RAISE EXCEPTION USING ERRCODE = 'no_active_sql_transaction',
+        MESSAGE = 'sfgen: this SQL must run in one transaction, and each of its statements is running in a transaction of its own; nothing was changed, and this session is now read-only',
+        HINT = 'Run it with psql -1 -v ON_ERROR_STOP=1 -f FILE (-f - for standard input), or as one migration of a tool that runs each migration in a transaction.';
+END
+$guard$;
+DO $do$
+BEGIN
+    -- Resolve every name below in pg_catalog only, for this transaction;
+    -- the last statement gives the session its search_path back (a
+    -- migration tool records the migration after it, under its own).
+    PERFORM pg_catalog.set_config('sfgen.saved_search_path', pg_catalog.current_setting('search_path'), true);
+    PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+END
+$do$;
+
 DO $do$
 DECLARE
     target CONSTANT pg_catalog.text := 'public';
@@ -2273,4 +2306,8 @@ BEGIN
 END
 $do$;
 
-COMMIT;
+DO $do$
+BEGIN
+    PERFORM pg_catalog.set_config('search_path', pg_catalog.current_setting('sfgen.saved_search_path'), true);
+END
+$do$;

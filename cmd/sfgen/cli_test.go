@@ -137,7 +137,7 @@ func TestUsageErrors(t *testing.T) {
 		{[]string{"decompose", "1", "2"}, `sfgen decompose: unexpected argument "2"; decompose takes one ID`},
 		{[]string{"sql", "--schema", `x"; DROP TABLE t; --`}, `sfgen sql: schema "x\"; DROP TABLE t; --" has '"' at byte 1; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword`},
 		{[]string{"sql", "--datacenter", "40"}, "sfgen sql: datacenter 40 out of range [0, 31]"},
-		{[]string{"migration"}, "sfgen migration: missing --dir; name your goose migrations directory"},
+		{[]string{"migration"}, "sfgen migration: missing --dir; name your migrations directory"},
 		{[]string{"install", "--schema", "user"}, `sfgen install: schema "user" is a reserved SQL keyword; want 1 to 63 lower-case letters, digits and underscores, not starting with a digit or pg_, and not a reserved keyword`},
 		{[]string{"nosuch"}, `sfgen: unknown command "nosuch"; run 'sfgen --help' for the list`},
 	} {

@@ -144,8 +144,8 @@ func TestUnsupportedMajorUsersTools(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close(ctx)
-		// As psql -v ON_ERROR_STOP=1 -f runs it: the statements in turn
-		// until one fails; the script's own BEGIN is then rolled back.
+		// As psql -1 -v ON_ERROR_STOP=1 -f runs it: one transaction, the
+		// statements in turn until one fails, then rolled back whole.
 		_, err = conn.Exec(ctx, string(b))
 		return err
 	}

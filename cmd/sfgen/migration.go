@@ -7,14 +7,29 @@ import (
 	"io"
 
 	"github.com/sfgen/sfgen/internal/install"
+	"github.com/sfgen/sfgen/internal/migrationdir"
 )
 
 const migrationHelp = `
-sfgen migration --dir DIR [--sequential] [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
+sfgen migration --dir DIR [--format goose|golang-migrate|dbmate|tern] [--sequential]
+                [--layout NAME|SPEC] [--schema NAME] [--datacenter N] [--machine N]
                 [--native --native-dir DIR [--native-optional] | --native=false]
 
-Writes sfgen into your application's goose migrations directory and prints
-the path of the file it wrote.
+Writes sfgen into your application's migrations directory and prints the
+path of each file it wrote.
+
+--format is your migration tool's (default goose; a directory that has
+sfgen's migrations keeps theirs, and a --format that differs is refused):
+  goose           DIR/<version>_sfgen_snowflake.sql, "-- +goose Up" and "-- +goose Down"
+  golang-migrate  DIR/<version>_sfgen_snowflake.up.sql and .down.sql
+  dbmate          DIR/<version>_sfgen_snowflake.sql, "-- migrate:up" and "-- migrate:down"
+  tern            DIR/<version>_sfgen_snowflake.sql, up and down divided by
+                  "---- create above / drop below ----"
+Each runs in one transaction of the tool's (golang-migrate: one query,
+which PostgreSQL runs in one transaction): the files have no BEGIN or
+COMMIT of sfgen's, and refuse to run split into transactions of their own.
+The same preflight checks run before anything changes, and a down leaves
+no schema sfgen made behind.
 
 In a directory with no sfgen migration it writes one that installs sfgen's
 latest SQL release (DIR/<version>_sfgen_snowflake.sql). In a directory that
@@ -51,9 +66,11 @@ back, so sfgen migration then writes the native switch again after them.
 back.
 
 The version is a UTC timestamp (YYYYMMDDhhmmss), a second after the one
-before it when one run writes several files, or with --sequential the next
-number after the highest version in DIR. Each file is written whole or not
-at all and never replaces an existing file.
+before it when one run writes several files, and after the highest version
+in DIR, or with --sequential the next number after the highest version in
+DIR (at least 5 digits; golang-migrate's 6; tern's 3, and always so, as
+tern needs). The native generator's migrations are goose's only. Each file
+is written whole or not at all and never replaces an existing file.
 
 Examples:
   sfgen migration --dir db/migrations
@@ -63,6 +80,9 @@ Examples:
   sfgen migration --dir db/migrations --native --native-dir /usr/local/lib/sfgen
   sfgen migration --dir db/migrations --native --native-dir /usr/local/lib/sfgen --native-optional
   sfgen migration --dir db/migrations --native=false
+  sfgen migration --dir db/migrations --format golang-migrate --sequential && migrate -path db/migrations -database "$DATABASE_URL" up
+  sfgen migration --dir db/migrations --format dbmate && dbmate --migrations-dir db/migrations up
+  sfgen migration --dir db/migrations --format tern && tern migrate --migrations db/migrations
 `
 
 func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -71,7 +91,8 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	if code, done := sf.register(c, args); done {
 		return code
 	}
-	dir := c.fs.String("dir", "", "goose migrations `DIR` to write into (required)")
+	dir := c.fs.String("dir", "", "migrations `DIR` to write into (required)")
+	formatFlag := c.fs.String("format", string(migrationdir.Goose), "the migration tool whose files to write: `goose`, golang-migrate, dbmate or tern")
 	sequential := c.fs.Bool("sequential", false, "number the migration after the highest version in DIR instead of by time")
 	nativeFlag := c.fs.Bool("native", false, "also write a migration that switches snowflake_next_id() to the native (C) generator; =false: one that switches it back to SQL")
 	nativeDirFlag := c.fs.String("native-dir", "", "with --native: the absolute `DIR` on the database servers where 'sfgen build-native --native-dir DIR' puts the library")
@@ -83,7 +104,11 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		return c.usageError("%v", err)
 	}
 	if *dir == "" {
-		return c.usageError("missing --dir; name your goose migrations directory")
+		return c.usageError("missing --dir; name your migrations directory")
+	}
+	format, err := migrationdir.ParseFormat(*formatFlag)
+	if err != nil {
+		return c.usageError("--format: %v", err)
 	}
 	want, code, ok := c.generatorFlags(*nativeFlag, *nativeDirFlag, "the absolute directory on the database servers where 'sfgen build-native --native-dir DIR' builds the library (the migration names the library there)")
 	if !ok {
@@ -100,18 +125,22 @@ func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) 
 		Generator: want,
 		NativeDir: *nativeDirFlag,
 		Optional:  *optional,
+		Format:    format,
+		FormatSet: c.flagSet("format"),
 	})
-	w := install.NewMigrationWriter(*dir, *sequential)
+	w := install.NewFormatWriter(*dir, plan.Format, *sequential)
 	for _, s := range plan.Steps {
 		if s.Suffix == "" {
 			fmt.Fprintf(c.stderr, "sfgen migration: %s\n", s.Note)
 			continue
 		}
-		path, err := w.Write(s.Suffix, s.Content)
+		paths, err := w.WriteStep(s)
 		if err != nil {
 			return c.migrationError(err)
 		}
-		fmt.Fprintln(stdout, path)
+		for _, p := range paths {
+			fmt.Fprintln(stdout, p)
+		}
 	}
 	if planErr != nil {
 		return c.migrationError(planErr)

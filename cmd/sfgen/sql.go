@@ -23,9 +23,18 @@ without them it takes the node from the session's settings
 sfgen.datacenter and sfgen.machine, or leaves it unset, so that
 snowflake_next_id() refuses to make IDs until 'sfgen node' sets one.
 
+Run the script in one transaction: psql -1, or as one migration of a tool
+that runs each migration in a transaction (dbmate, tern, Atlas; for
+golang-migrate, which runs a file as one query, use 'sfgen migration
+--format golang-migrate'). It has no BEGIN or COMMIT of its own, which
+would end such a tool's transaction early; run outside one transaction
+(psql without -1), it refuses before it changes anything, with SQLSTATE
+25P01, and leaves the session read-only.
+
 Examples:
-  sfgen sql > snowflake.sql && psql -v ON_ERROR_STOP=1 -f snowflake.sql
-  sfgen sql > snowflake.sql && PGOPTIONS='-c sfgen.datacenter=1 -c sfgen.machine=2' psql -v ON_ERROR_STOP=1 -f snowflake.sql
+  sfgen sql > snowflake.sql && psql -1 -v ON_ERROR_STOP=1 -f snowflake.sql
+  sfgen sql | psql -1 -v ON_ERROR_STOP=1 "$DATABASE_URL"
+  sfgen sql > snowflake.sql && PGOPTIONS='-c sfgen.datacenter=1 -c sfgen.machine=2' psql -1 -v ON_ERROR_STOP=1 -f snowflake.sql
   sfgen sql --schema ids --datacenter 2 --machine 5
 `
 

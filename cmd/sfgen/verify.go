@@ -291,8 +291,8 @@ func writeReleaseFailure(w io.Writer, r *verify.Report) {
 	for _, route := range [][2]string{
 		{"sfgen install --dsn URL --schema " + r.Schema, "installed with sfgen install"},
 		{"sfgen migration --dir DIR, then goose up", "installed from your goose migrations directory"},
-		{"sfgen sql --schema " + r.Schema + " | psql -v ON_ERROR_STOP=1 -f -", "installed with the plain script"},
+		{"sfgen sql --schema " + r.Schema + " | psql -1 -v ON_ERROR_STOP=1 -f -", "installed with the plain script"},
 	} {
-		fmt.Fprintf(w, "  %-56s # %s\n", route[0], route[1])
+		fmt.Fprintf(w, "  %-59s # %s\n", route[0], route[1])
 	}
 }

@@ -95,7 +95,7 @@ func Check(ctx context.Context, q catalog.Querier, schema string, l snowflake.La
 		if len(in.Stale) > 0 {
 			e.text = fmt.Sprintf("schema %s says sfgen release %d, but an older release's plain script replaced %d of its functions", name, in.Release, len(in.Stale))
 		}
-		e.Fix = fmt.Sprintf("upgrade it the way it was installed: sfgen.Install or sfgen install --schema %s%s; goose with migrations.FS, or sfgen migration --dir DIR, then goose up; or sfgen sql --schema %s | psql", name, layoutFlag(l), name)
+		e.Fix = fmt.Sprintf("upgrade it the way it was installed: sfgen.Install or sfgen install --schema %s%s; goose with migrations.FS, or sfgen migration --dir DIR, then goose up; or sfgen sql --schema %s | psql -1 -v ON_ERROR_STOP=1", name, layoutFlag(l), name)
 	case in.Node.State != catalog.NodeSet:
 		e.Kind = ErrNoNode
 		e.text = fmt.Sprintf("schema %s has no node set, so snowflake_next_id() refuses to make IDs", name)

@@ -36,6 +36,12 @@ type MigrationOptions struct {
 	// than fail where it cannot happen.
 	NativeDir string
 	Optional  bool
+	// Format is the migration tool's file layout for a directory without
+	// sfgen's migrations (default goose); a directory with them keeps
+	// theirs, and FormatSet says Format was asked for: it must then be
+	// theirs.
+	Format    migrationdir.Format
+	FormatSet bool
 }
 
 // A MigrationStep is one step of a MigrationPlan: a file to write, or,
@@ -43,12 +49,16 @@ type MigrationOptions struct {
 type MigrationStep struct {
 	Suffix  string // the file's name after its version, e.g. "_sfgen_release_3.sql"
 	Content []byte
-	Note    string // for the user, on one line ("up to date: ...")
+	// More are further files of the same migration, written under the
+	// same version (golang-migrate's down file).
+	More []migrationdir.File
+	Note string // for the user, on one line ("up to date: ...")
 }
 
 // A MigrationPlan is what one run writes into a directory, in order.
 type MigrationPlan struct {
-	Steps []MigrationStep
+	Steps  []MigrationStep
+	Format migrationdir.Format // the layout the files are written in
 }
 
 // A UsageError is an error of what was asked (a flag that conflicts with
@@ -95,17 +105,39 @@ type dirState struct {
 }
 
 func planMigrations(found []migrationdir.Found, o MigrationOptions) (*MigrationPlan, error) {
-	p := &MigrationPlan{}
+	p := &MigrationPlan{Format: o.Format}
+	if p.Format == "" {
+		p.Format = migrationdir.Goose
+	}
+	if len(found) > 0 {
+		format := func(f migrationdir.Found) migrationdir.Format {
+			if f.Format == "" {
+				return migrationdir.Goose
+			}
+			return f.Format
+		}
+		last := found[len(found)-1]
+		for _, f := range found {
+			if format(f) != format(last) {
+				return p, usagef("%s has sfgen migrations of two tools (%s: %s, %s: %s); keep one tool's per directory", o.Dir, f.Name, format(f), last.Name, format(last))
+			}
+		}
+		if o.FormatSet && o.Format != format(last) {
+			return p, usagef("--format %s conflicts with %s's sfgen migrations, which are %s's (%s); leave --format out to write %s's", o.Format, o.Dir, format(last), last.Name, format(last))
+		}
+		p.Format = format(last)
+	}
+	if p.Format != migrationdir.Goose && o.Generator != Keep {
+		return p, usagef("--native writes goose migrations only; the native generator with %s: sfgen install --native, or a migration of your own that runs what 'sfgen migration --format goose --native' writes", p.Format)
+	}
 	var at dirState
 	if len(found) == 0 {
 		if o.Generator == SQL {
 			return p, usagef("--native=false: %s has no sfgen migrations, so nothing switches snowflake_next_id() to the native generator", o.Dir)
 		}
-		content, err := sqlgen.Migration(o.SQL)
-		if err != nil {
+		if err := p.release(o.SQL, false); err != nil {
 			return p, &UsageError{err}
 		}
-		p.file(migrationdir.Suffix, content)
 		at = dirState{schema: o.SQL.Schema, layout: o.SQL.Layout, release: sqlgen.Latest, generator: "sql"}
 	} else {
 		var err error
@@ -118,6 +150,37 @@ func planMigrations(found []migrationdir.Found, o MigrationOptions) (*MigrationP
 
 func (p *MigrationPlan) file(suffix string, content []byte) {
 	p.Steps = append(p.Steps, MigrationStep{Suffix: suffix, Content: content})
+}
+
+// release plans the latest release's install migration, or with upgrade
+// its upgrade migration, in the plan's format.
+func (p *MigrationPlan) release(o sqlgen.Options, upgrade bool) error {
+	if p.Format == migrationdir.Goose {
+		render, suffix := sqlgen.Migration, migrationdir.Suffix
+		if upgrade {
+			render, suffix = sqlgen.Upgrade, migrationdir.UpgradeSuffix(sqlgen.Latest)
+		}
+		content, err := render(o)
+		if err != nil {
+			return err
+		}
+		p.file(suffix, content)
+		return nil
+	}
+	render, name := sqlgen.InstallSections, "sfgen_snowflake"
+	if upgrade {
+		render, name = sqlgen.UpgradeSections, fmt.Sprintf("sfgen_release_%d", sqlgen.Latest)
+	}
+	s, err := render(o)
+	if err != nil {
+		return err
+	}
+	files, err := p.Format.Files(name, s.Header, s.Up, s.Down)
+	if err != nil {
+		return err
+	}
+	p.Steps = append(p.Steps, MigrationStep{Suffix: files[0].Suffix, Content: files[0].Content, More: files[1:]})
+	return nil
 }
 
 func (p *MigrationPlan) note(format string, args ...any) {
@@ -174,11 +237,9 @@ func (p *MigrationPlan) upgrades(found []migrationdir.Found, o MigrationOptions)
 	}
 	so := o.SQL
 	so.Schema, so.Layout = last.Schema, l
-	content, err := sqlgen.Upgrade(so)
-	if err != nil {
+	if err := p.release(so, true); err != nil {
 		return dirState{}, err
 	}
-	p.file(migrationdir.UpgradeSuffix(sqlgen.Latest), content)
 	at.release, at.upgraded = sqlgen.Latest, true
 	return at, nil
 }
@@ -245,20 +306,45 @@ func describeLayout(l snowflake.Layout) string {
 // under a later version than the one before (timestamps a second apart,
 // if need be).
 type MigrationWriter struct {
-	dir  string
-	v    migrationdir.Versioning
-	now  func() time.Time
-	last time.Time
+	dir   string
+	v     migrationdir.Versioning
+	width int
+	now   func() time.Time
+	last  time.Time
 }
 
-// NewMigrationWriter writes into dir, versioning the files by UTC
-// timestamp or, with sequential, after the highest version in dir.
+// NewMigrationWriter writes goose migrations into dir, versioning the
+// files by UTC timestamp or, with sequential, after the highest version
+// in dir.
 func NewMigrationWriter(dir string, sequential bool) *MigrationWriter {
-	w := &MigrationWriter{dir: dir, v: migrationdir.Timestamp, now: time.Now}
-	if sequential {
+	return NewFormatWriter(dir, migrationdir.Goose, sequential)
+}
+
+// NewFormatWriter writes migrations of format f into dir, versioning
+// them as NewMigrationWriter does, with the digits f's tool writes;
+// tern's always after the highest version, as tern needs.
+func NewFormatWriter(dir string, f migrationdir.Format, sequential bool) *MigrationWriter {
+	w := &MigrationWriter{dir: dir, v: migrationdir.Timestamp, width: f.Width(), now: time.Now}
+	if sequential || f.SequentialOnly() {
 		w.v = migrationdir.Sequential
 	}
 	return w
+}
+
+// WriteStep writes the files of one step under one version, as Write
+// does one, and returns their paths.
+func (w *MigrationWriter) WriteStep(s MigrationStep) ([]string, error) {
+	now := w.now().UTC().Truncate(time.Second)
+	if !now.After(w.last) {
+		now = w.last.Add(time.Second)
+	}
+	w.last = now
+	files := append([]migrationdir.File{{Suffix: s.Suffix, Content: s.Content}}, s.More...)
+	paths, err := migrationdir.WriteFiles(w.dir, files, w.v, w.width, now)
+	if errors.Is(err, migrationdir.ErrNotDir) || errors.Is(err, migrationdir.ErrExists) {
+		return nil, &UsageError{err}
+	}
+	return paths, err
 }
 
 // Write writes one migration file, whole or not at all and never over

@@ -48,9 +48,28 @@ func TestPlanMigrations(t *testing.T) {
 		usage bool     // the error is a *UsageError
 		err   string   // the error's text contains it; "" for no error
 	}
+	tool := func(f migrationdir.Format, r int) migrationdir.Found {
+		found := install(r)
+		found.Format = f
+		return found
+	}
 	for _, tc := range []tc{
 		{name: "fresh dir", o: MigrationOptions{SQL: fresh},
 			want: []string{migrationdir.Suffix}},
+		{name: "fresh dir, golang-migrate", o: MigrationOptions{SQL: fresh, Format: migrationdir.GolangMigrate, FormatSet: true},
+			want: []string{"_sfgen_snowflake.up.sql"}},
+		{name: "fresh dir, tern", o: MigrationOptions{SQL: fresh, Format: migrationdir.Tern, FormatSet: true},
+			want: []string{"_sfgen_snowflake.sql"}},
+		{name: "fresh dir, dbmate, native", o: MigrationOptions{Dir: "db", SQL: fresh, Format: migrationdir.Dbmate, FormatSet: true, Generator: Native, NativeDir: "/srv/sfgen"},
+			usage: true, err: "--native writes goose migrations only"},
+		{name: "dbmate dir, upgrade in its format", found: []migrationdir.Found{tool(migrationdir.Dbmate, 7)}, o: MigrationOptions{SQL: fresh},
+			want: []string{fmt.Sprintf("_sfgen_release_%d.sql", latest)}},
+		{name: "golang-migrate dir, upgrade in its format", found: []migrationdir.Found{tool(migrationdir.GolangMigrate, 7)}, o: MigrationOptions{SQL: fresh},
+			want: []string{fmt.Sprintf("_sfgen_release_%d.up.sql", latest)}},
+		{name: "tern dir, --format goose", found: []migrationdir.Found{tool(migrationdir.Tern, 7)}, o: MigrationOptions{Dir: "db", SQL: fresh, Format: migrationdir.Goose, FormatSet: true},
+			usage: true, err: "--format goose conflicts with db's sfgen migrations, which are tern's"},
+		{name: "two tools in one dir", found: []migrationdir.Found{tool(migrationdir.Tern, 7), tool(migrationdir.Dbmate, 7)}, o: MigrationOptions{Dir: "db", SQL: fresh},
+			usage: true, err: "sfgen migrations of two tools"},
 		{name: "fresh dir, native", o: MigrationOptions{SQL: fresh, Generator: Native, NativeDir: "/srv/sfgen"},
 			want: []string{migrationdir.Suffix, migrationdir.NativeSuffix}},
 		{name: "fresh dir, --native=false", o: MigrationOptions{Dir: "db", SQL: fresh, Generator: SQL},

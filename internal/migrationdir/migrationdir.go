@@ -1,8 +1,9 @@
 // Package migrationdir reads and writes sfgen's migrations in an
-// application's goose migrations directory: Find reads which sfgen release
-// the directory's files install, from their headers; Write adds a file
-// under the next version goose expects, whole or not at all, and never
-// over an existing file.
+// application's migrations directory, in the layout of its migration tool
+// (goose, golang-migrate, dbmate or tern: Format): Find reads which sfgen
+// release the directory's files install, from their headers; Write and
+// WriteFiles add a migration under the next version the tool expects,
+// whole or not at all, and never over an existing file.
 package migrationdir
 
 import (
@@ -63,8 +64,9 @@ const (
 // underscore of a .sql or .go file's name.
 var migrationName = regexp.MustCompile(`^(\d+)_.+\.(sql|go)$`)
 
-// sfgenName matches the names of the migrations sfgen writes.
-var sfgenName = regexp.MustCompile(`^(\d+)_sfgen_(snowflake|release_\d+|native|sql_generator)\.sql$`)
+// sfgenName matches the names of the migrations sfgen writes (of
+// golang-migrate's pairs, the up file).
+var sfgenName = regexp.MustCompile(`^(\d+)_sfgen_(snowflake|release_\d+|native|sql_generator)(\.up)?\.sql$`)
 
 // A Found is one of sfgen's migrations in a directory, as its header
 // describes it.
@@ -80,7 +82,8 @@ type Found struct {
 	// which make it the SQL generator.
 	Generator string
 	Library   string
-	Optional  bool // "native-if-available": where it cannot switch, the switch warns and keeps SQL
+	Optional  bool   // "native-if-available": where it cannot switch, the switch warns and keeps SQL
+	Format    Format // the migration tool the file is laid out for
 }
 
 // Find returns the sfgen migrations in dir, in version order, read from
@@ -106,6 +109,9 @@ func Find(dir string) ([]Found, error) {
 			return nil, err
 		}
 		f.Name, f.Version = e.Name(), v
+		if f.Format, err = formatOf(filepath.Join(dir, e.Name())); err != nil {
+			return nil, err
+		}
 		found = append(found, f)
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].Version < found[j].Version })
@@ -165,6 +171,27 @@ func readHeader(path string) (Found, error) {
 	return f, nil
 }
 
+// formatOf tells which tool's layout one of sfgen's files has: a
+// golang-migrate up file by its name, the others by their annotations.
+func formatOf(path string) (Format, error) {
+	if strings.HasSuffix(path, ".up.sql") {
+		return GolangMigrate, nil
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", path, err)
+	}
+	for _, f := range []struct {
+		format Format
+		marker string
+	}{{Goose, "\n-- +goose Up\n"}, {Dbmate, "\n-- migrate:up\n"}, {Tern, "\n" + ternSeparator + "\n"}} {
+		if strings.Contains(string(b), f.marker) {
+			return f.format, nil
+		}
+	}
+	return "", fmt.Errorf("%s: no goose, dbmate or tern annotation: %w", path, ErrBadHeader)
+}
+
 func readDir(dir string) ([]os.DirEntry, error) {
 	st, err := os.Stat(dir)
 	if err != nil || !st.IsDir() {
@@ -187,6 +214,38 @@ func readDir(dir string) ([]os.DirEntry, error) {
 // for a highest version that is not a timestamp, the number after it), so
 // that goose applies it after every migration there.
 func Write(dir, suffix string, content []byte, v Versioning, now time.Time) (string, error) {
+	paths, err := WriteFiles(dir, []File{{suffix, content}}, v, 5, now)
+	if err != nil {
+		return "", err
+	}
+	return paths[0], nil
+}
+
+// WriteFiles writes files as one new migration in dir, each named
+// <version><suffix> under the same version, as Write does one file, and
+// returns their paths. Sequential versions have at least width digits. A
+// file that cannot be written removes those written before it.
+func WriteFiles(dir string, files []File, v Versioning, width int, now time.Time) ([]string, error) {
+	version, err := nextVersion(dir, v, width, now)
+	if err != nil {
+		return nil, err
+	}
+	var paths []string
+	for _, f := range files {
+		path := filepath.Join(dir, version+f.Suffix)
+		if err := writeNew(path, f.Content); err != nil {
+			for _, p := range paths {
+				os.Remove(p)
+			}
+			return nil, err
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// nextVersion is the version of a new migration in dir: see Write.
+func nextVersion(dir string, v Versioning, width int, now time.Time) (string, error) {
 	entries, err := readDir(dir)
 	if err != nil {
 		return "", err
@@ -209,7 +268,7 @@ func Write(dir, suffix string, content []byte, v Versioning, now time.Time) (str
 	var version string
 	switch v {
 	case Sequential:
-		version = fmt.Sprintf("%05d", highest+1)
+		version = fmt.Sprintf("%0*d", width, highest+1)
 	default:
 		const layout = "20060102150405"
 		t := now.UTC()
@@ -225,11 +284,7 @@ func Write(dir, suffix string, content []byte, v Versioning, now time.Time) (str
 	if other, ok := versions[n]; ok {
 		return "", fmt.Errorf("version %s is taken by %s: %w", version, other, ErrExists)
 	}
-	path := filepath.Join(dir, version+suffix)
-	if err := writeNew(path, content); err != nil {
-		return "", err
-	}
-	return path, nil
+	return version, nil
 }
 
 // writeNew creates path with content, whole or not at all, failing with

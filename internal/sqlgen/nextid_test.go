@@ -90,7 +90,7 @@ func TestNextIDScriptRerunKeepsNodeAndState(t *testing.T) {
 			if err := os.WriteFile(path, script, 0o644); err != nil {
 				t.Fatal(err)
 			}
-			out, err := exec.Command(psql, "-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", path).CombinedOutput()
+			out, err := exec.Command(psql, "-X", "-q", "-1", "-v", "ON_ERROR_STOP=1", "-d", dsn, "-f", path).CombinedOutput()
 			if err != nil {
 				t.Fatalf("psql -f: %v\n%s", err, out)
 			}
