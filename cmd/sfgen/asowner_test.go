@@ -153,3 +153,50 @@ func isSuperuser(t *testing.T, q *pgx.Conn, role string) bool {
 	}
 	return super
 }
+
+// TestNodeSetsAsTheOwner: sfgen node, run by a superuser, calls
+// snowflake_set_node() as the owner of the schema's functions, so that
+// mallory's replacement, which makes her a superuser when a superuser
+// calls it, does not (the control shows it does, called directly); a
+// role that cannot act as her is refused, naming both.
+func TestNodeSetsAsTheOwner(t *testing.T) {
+	ctx := context.Background()
+	o := othersInstall(t)
+	dsn, admin, mallory, m, otherDSN := o.dsn, o.admin, o.mallory, o.m, o.otherDSN
+	if _, err := m.Exec(ctx, `CREATE OR REPLACE FUNCTION m.snowflake_set_node(datacenter_id integer, machine_id integer)
+RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+    IF (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user) THEN
+        EXECUTE 'ALTER ROLE `+mallory+` SUPERUSER';
+    END IF;
+END $$`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, "SELECT m.snowflake_set_node(1, 2)"); err != nil {
+		t.Fatal(err)
+	}
+	var escalated bool
+	if err := tx.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated); err != nil {
+		t.Fatal(err)
+	}
+	tx.Rollback(ctx)
+	if !escalated {
+		t.Fatal("the control: a superuser's call did not escalate, so this test cannot tell")
+	}
+
+	code, _, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", "m", "--datacenter", "1", "--machine", "2")
+	if isSuperuser(t, admin, mallory) {
+		t.Fatalf("sfgen node as a superuser ran mallory's snowflake_set_node(): mallory is a superuser now (exit %d, %s)", code, errOut)
+	}
+	if !strings.Contains(errOut, "SET ROLE") || !strings.Contains(errOut, mallory) {
+		t.Errorf("node's stderr %q; want it to say it runs as %s", errOut, mallory)
+	}
+	code, out, errOut := sfgen(t, "node", "--dsn", otherDSN, "--schema", "m", "--datacenter", "1", "--machine", "2")
+	if code != exitFail || !strings.Contains(errOut, mallory) || !strings.Contains(errOut, o.other) {
+		t.Errorf("node as %s, who cannot act as %s: exit %d, %q, %q; want 1, naming both", o.other, mallory, code, out, errOut)
+	}
+}

@@ -17,6 +17,7 @@ import (
 	"github.com/sfgen/sfgen/internal/catalog"
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/idkit"
+	"github.com/sfgen/sfgen/internal/pgident"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
@@ -231,6 +232,20 @@ func (c *cli) oneNode(ctx context.Context, dsnFlag, schema string, node nodeFlag
 		return exitOK
 	}
 	dc, m := node.values()
+	// snowflake_set_node() is the schema's owner's code: call it as that
+	// owner (SET LOCAL ROLE, for this transaction), or refuse, so that a
+	// superuser running node runs no other role's code with its
+	// privileges (issue 40).
+	role, err := ownerToActAs(ctx, catalog.DB(tx), schema)
+	if err != nil {
+		return c.fail("%s", redactErr(err, dsn))
+	}
+	if role != "" {
+		if _, err := tx.ExecContext(ctx, "SET LOCAL ROLE "+pgident.Quote(role)); err != nil {
+			return c.fail("act as %s: %s", role, redactErr(err, dsn))
+		}
+		c.actingAs(role, schema)
+	}
 	// On Citus, this node's own (snowflake_set_node() replaces a function).
 	if _, err := tx.ExecContext(ctx, catalog.CitusLocalDDL(true)); err != nil {
 		return c.fail("set the node: %s", redactErr(err, dsn))
