@@ -197,7 +197,7 @@ func FuzzEncodings(f *testing.F) {
 func ExampleID_Base32() {
 	id := sfgen.ID(4194439168)
 	fmt.Println(id.Base32(), id.Base58())
-	back, _ := sfgen.ParseBase32("0000003x04400") // any case
+	back, _ := sfgen.ParseBase32("0000003x04400") // any case; I and L read as 1, O as 0
 	fmt.Println(back)
 	_, err := sfgen.ParseBase58("0")
 	fmt.Println(err)

@@ -35,6 +35,9 @@ var publicAPI = []string{
 	"Layout.String", "Layout.UnmarshalText", "LayoutError", "LayoutError.Error", "LayoutError.Unwrap", "NewGenerator", "NewLayout",
 	"NullID", "NullID.MarshalJSON", "NullID.Scan", "NullID.UnmarshalJSON", "NullID.Value",
 	"ParseError", "ParseError.Error", "ParseError.Unwrap", "ParseID", "ParseLayout", "Parts", "Parts.Time", "RangeError", "RangeError.Error", "RangeError.Unwrap", "Twitter", "TwitterEpoch",
+	// The string forms (encoding.go).
+	"Base32", "Base58", "Decode", "Encoding", "Encoding.String", "EncodingError", "EncodingError.Error", "EncodingError.Unwrap", "Encodings",
+	"ErrUnknownEncoding", "ID.Base32", "ID.Base58", "ID.Encode", "ParseBase32", "ParseBase58", "ParseEncoding",
 }
 
 // TestPublicAPI lists the package's exported names from its source, so
