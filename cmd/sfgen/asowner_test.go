@@ -31,21 +31,7 @@ END $$`); err != nil {
 		t.Fatal(err)
 	}
 	// The control.
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT m.snowflake_timestamp(4194439168)"); err != nil {
-		t.Fatal(err)
-	}
-	var escalated bool
-	if err := tx.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated); err != nil {
-		t.Fatal(err)
-	}
-	tx.Rollback(ctx)
-	if !escalated {
-		t.Fatal("the control: a superuser's call did not escalate, so this test cannot tell")
-	}
+	escalationControl(t, admin, mallory, "SELECT m.snowflake_timestamp(4194439168)")
 
 	code, _, errOut := sfgen(t, "verify", "--dsn", dsn, "--schema", "m", "--count", "20")
 	if isSuperuser(t, admin, mallory) {
@@ -144,6 +130,30 @@ func othersInstall(t *testing.T) othersDB {
 	return othersDB{dsn: dsn, mallory: mallory, other: other, otherDSN: otherDSN, admin: admin, m: m}
 }
 
+// escalationControl is the control of the tests above: call, run by
+// admin (a superuser) in a transaction rolled back after, makes mallory a
+// superuser, so that a test that sees no escalation from a command can
+// tell.
+func escalationControl(t *testing.T, admin *pgx.Conn, mallory, call string) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := admin.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, call); err != nil {
+		t.Fatal(err)
+	}
+	var escalated bool
+	if err := tx.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated); err != nil {
+		t.Fatal(err)
+	}
+	if !escalated {
+		t.Fatal("the control: a superuser's call did not escalate, so this test cannot tell")
+	}
+}
+
 // isSuperuser tells whether role is a superuser now, read on q.
 func isSuperuser(t *testing.T, q *pgx.Conn, role string) bool {
 	t.Helper()
@@ -172,21 +182,7 @@ BEGIN
 END $$`); err != nil {
 		t.Fatal(err)
 	}
-	tx, err := admin.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(ctx, "SELECT m.snowflake_set_node(1, 2)"); err != nil {
-		t.Fatal(err)
-	}
-	var escalated bool
-	if err := tx.QueryRow(ctx, "SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname = $1", mallory).Scan(&escalated); err != nil {
-		t.Fatal(err)
-	}
-	tx.Rollback(ctx)
-	if !escalated {
-		t.Fatal("the control: a superuser's call did not escalate, so this test cannot tell")
-	}
+	escalationControl(t, admin, mallory, "SELECT m.snowflake_set_node(1, 2)")
 
 	code, _, errOut := sfgen(t, "node", "--dsn", dsn, "--schema", "m", "--datacenter", "1", "--machine", "2")
 	if isSuperuser(t, admin, mallory) {
