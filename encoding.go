@@ -140,15 +140,21 @@ func ParseBase32(s string) (ID, error) {
 		return 0, encodingError(Base32, s, "want 13 characters")
 	}
 	var n uint64
-	for i, r := range []rune(s) {
+	first, i := -1, 0
+	for _, r := range s {
 		d := base32Digit(r)
 		if d < 0 {
 			return 0, encodingError(Base32, s, fmt.Sprintf("%s at character %d is not in Crockford's base32 alphabet (0-9 and A-Z but U, in any case; I and L read as 1, O as 0)", quote(string(r)), i+1))
 		}
+		if first < 0 {
+			first = d
+		}
 		n = n<<5 | uint64(d)
+		i++
 	}
-	// 13 characters hold 65 bits: the first may be 0 to 7 only.
-	if base32Digit([]rune(s)[0]) > 7 {
+	// 13 characters hold 65 bits: the first may be 0 to 7 only (n
+	// dropped the bits above when it was larger).
+	if first > 7 {
 		return 0, encodingError(Base32, s, `above "7ZZZZZZZZZZZZ", the largest ID`)
 	}
 	return ID(n), nil
@@ -176,12 +182,14 @@ func base32Digit(r rune) int {
 // alphabet (case matters), without a leading "1" but for "1" itself (the
 // ID 0), up to "NQm6nKp8qFC". Anything else returns an *EncodingError.
 func ParseBase58(s string) (ID, error) {
-	rs := []rune(s)
-	if len(rs) < 1 || len(rs) > base58MaxLen {
+	if n := utf8.RuneCountInString(s); n < 1 || n > base58MaxLen {
 		return 0, encodingError(Base58, s, "want 1 to 11 characters")
 	}
-	digits := make([]int, len(rs))
-	for i, r := range rs {
+	// One pass; the errors in Go's (and the SQL's) order: a character
+	// outside the alphabet, then a leading zero digit, then the range.
+	var n int64
+	first, i, over := -1, 0, false
+	for _, r := range s {
 		d := -1
 		if r < utf8.RuneSelf {
 			d = strings.IndexByte(base58Digits, byte(r))
@@ -189,17 +197,19 @@ func ParseBase58(s string) (ID, error) {
 		if d < 0 {
 			return 0, encodingError(Base58, s, fmt.Sprintf("%s at character %d is not in the base58 alphabet (1-9, A-Z and a-z but I, O and l)", quote(string(r)), i+1))
 		}
-		digits[i] = d
+		if first < 0 {
+			first = d
+		}
+		if over = over || n > (math.MaxInt64-int64(d))/58; !over {
+			n = n*58 + int64(d)
+		}
+		i++
 	}
-	if len(rs) > 1 && digits[0] == 0 {
+	if i > 1 && first == 0 {
 		return 0, encodingError(Base58, s, `a leading "1" (the zero digit)`)
 	}
-	var n int64
-	for _, d := range digits {
-		if n > (math.MaxInt64-int64(d))/58 {
-			return 0, encodingError(Base58, s, `above "NQm6nKp8qFC", the largest ID`)
-		}
-		n = n*58 + int64(d)
+	if over {
+		return 0, encodingError(Base58, s, `above "NQm6nKp8qFC", the largest ID`)
 	}
 	return ID(n), nil
 }
