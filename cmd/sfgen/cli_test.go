@@ -117,6 +117,8 @@ func TestUsageErrors(t *testing.T) {
 		want string // the one line on stderr
 	}{
 		{[]string{"compose", "--datacenter", "32"}, "sfgen compose: datacenter 32 out of range [0, 31]"},
+		{[]string{"convert", "--dsn", "postgres://nobody@127.0.0.1:1/none", "--table", "t", "--schema", "app"},
+			`sfgen convert: invalid value "app" for flag --schema: the table's schema is --table-schema here; --schema names sfgen's schema in every other command, and convert takes sfgen's as --sfgen-schema; see 'sfgen convert --help'`},
 		{[]string{"compose", "--machine", "-1"}, "sfgen compose: machine -1 out of range [0, 31]"},
 		{[]string{"compose", "--sequence", "4096"}, "sfgen compose: sequence 4096 out of range [0, 4095]"},
 		{[]string{"compose", "--sequence", "abc"}, `sfgen compose: sequence "abc" is not a whole number; want an integer in [0, 4095]`},

@@ -340,11 +340,11 @@ func (f *fixture) checkKept(when string, before generator) {
 	}
 }
 
-// checkParked fails t unless release 1's guard is at 0, as the latest
+// checkOldGuardAtZero fails t unless release 1's guard is at 0, as the latest
 // release leaves it (old_guards_hold), so that release 1's code, which an
 // older script put back, takes its values from the latest release's slow
 // path.
-func (f *fixture) checkParked(when string) {
+func (f *fixture) checkOldGuardAtZero(when string) {
 	f.t.Helper()
 	if got := f.queryInt("SELECT last_value FROM " + f.schema + ".snowflake_state_guard"); got != 0 {
 		f.t.Errorf("%s: release 1's guard snowflake_state_guard is at %d; want 0 (old_guards_hold did not run)", when, got)
@@ -1294,7 +1294,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 				t.Errorf("the latest script after release 1's on release %d does not give the latest:%s", r, d)
 			}
 			f.checkKept(fmt.Sprintf("after release 1's script on release %d and the latest's", r), g)
-			f.checkParked(fmt.Sprintf("after release 1's script on release %d and the latest's", r))
+			f.checkOldGuardAtZero(fmt.Sprintf("after release 1's script on release %d and the latest's", r))
 		})
 		// The schema has no version table: Apply counts the mix as release
 		// 1, as the preflight does, and must take it to the latest.
@@ -1312,7 +1312,7 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 				t.Errorf("Apply after release 1's script on release %d does not give the latest:%s", r, d)
 			}
 			f.checkKept(fmt.Sprintf("after release 1's script on release %d and Apply", r), g)
-			f.checkParked(fmt.Sprintf("after release 1's script on release %d and Apply", r))
+			f.checkOldGuardAtZero(fmt.Sprintf("after release 1's script on release %d and Apply", r))
 		})
 	}
 
