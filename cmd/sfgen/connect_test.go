@@ -368,9 +368,9 @@ func TestBenchIgnoresLookAlikes(t *testing.T) {
 // letters stood). Each role's password is the one named, so that a server
 // that asks for passwords lets it in.
 func TestShortPasswordsNotGarbled(t *testing.T) {
-	t.Setenv("PGPASSWORD", "")
-	t.Setenv("DATABASE_URL", "")
 	dsn := pgtest.DSN(t)
+	t.Setenv("PGPASSWORD", "")
+	t.Setenv("DATABASE_URL", "") // after pgtest, which may read it
 	execAll(t, testDB(t, dsn), "CREATE TABLE orders (id bigint PRIMARY KEY, item text)")
 	// as returns dsn as role, with password, at database db ("" keeps
 	// dsn's).
