@@ -17,6 +17,7 @@ import (
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/pgcluster/citustest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlgen/released"
 )
 
 // TestNodeCitusFleet runs 'sfgen node --dsn COORDINATOR' on a Citus
@@ -461,5 +462,137 @@ func TestConvertCitus(t *testing.T) {
 	}
 	if want := "[1:50/50/true/0 2:50/50/true/0 3:50/50/true/0 old:1000/1000/true/0]"; fmt.Sprint(got) != want {
 		t.Errorf("rows by where they were made (rows/distinct/above the old keys/with another node) = %v; want %s", got, want)
+	}
+}
+
+// TestCitusRepair (issue 44): a cluster on release 7, each node installed
+// alone with its own node, whose workers Citus overwrote when a role
+// distributed a table defaulting to snowflake_next_id() (the workers got
+// the coordinator's node and their sequences Citus's range, where inserts
+// fail), is repaired by 'sfgen install' on each node with its own node:
+//   - before, 'sfgen node --dsn COORDINATOR' fails naming what Citus made
+//     its own and the fix, and 'sfgen install' on a worker without a node
+//     refuses (exit 2), changing nothing;
+//   - after, every node has its own node, no sfgen object is Citus's but
+//     snowflake_next_id_local(), and the fleet check passes;
+//   - inserts through every node work again, each with its node, and none
+//     repeats an ID made before: worker 1 had made IDs a minute ahead of
+//     the clock (its state moved on by hand), which the catch-up alone
+//     would have made again; install's resume step raises the state above
+//     them.
+func TestCitusRepair(t *testing.T) {
+	cl := citustest.Start(t, 2)
+	ctx := context.Background()
+	dsns := []string{cl.Coordinator.DSN(), cl.Workers[0].DSN(), cl.Workers[1].DSN()}
+	conns := make([]*pgx.Conn, len(dsns))
+	for i, dsn := range dsns {
+		c, err := pgx.Connect(ctx, dsn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close(context.Background()) })
+		conns[i] = c
+	}
+	exec := func(i int, q string, args ...any) {
+		t.Helper()
+		if _, err := conns[i].Exec(ctx, q, args...); err != nil {
+			t.Fatalf("node %d: %s: %v", i, q, err)
+		}
+	}
+	for i := range conns {
+		script, err := released.Script(sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 1, Machine: int64(i + 1)}, 7)
+		if err != nil {
+			t.Fatal(err)
+		}
+		exec(i, "SET citus.enable_ddl_propagation = off")
+		exec(i, string(script))
+		exec(i, "RESET citus.enable_ddl_propagation")
+	}
+	exec(0, "CREATE TABLE public.orders (tenant int NOT NULL, id bigint NOT NULL DEFAULT ids.snowflake_next_id_local(), via int NOT NULL, repaired bool NOT NULL DEFAULT false, PRIMARY KEY (tenant, id))")
+	exec(0, "SELECT create_distributed_table('public.orders', 'tenant')")
+	insert := func(i, n int, repaired bool) {
+		t.Helper()
+		for k := range n {
+			exec(i, "INSERT INTO public.orders (tenant, via, repaired) VALUES ($1, $2, $3)", k%7, i, repaired)
+		}
+	}
+	// Worker 1 a minute ahead (IDs borrowed, or a clock that ran fast).
+	exec(1, "SELECT setval('ids.snowflake_state', (trunc(extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000) << 12)")
+	for i := range conns {
+		insert(i, 100, false)
+	}
+	var before int64
+	if err := conns[0].QueryRow(ctx, "SELECT count(*) FROM public.orders").Scan(&before); err != nil || before != 300 {
+		t.Fatalf("%d rows before, %v; want 300", before, err)
+	}
+
+	// Release 7's flaw: a table defaulting to snowflake_next_id().
+	exec(0, "CREATE TABLE public.bad (tenant int NOT NULL, id bigint DEFAULT ids.snowflake_next_id())")
+	exec(0, "SELECT create_distributed_table('public.bad', 'tenant')")
+	nodeBits := func(i int) (bits int64) {
+		t.Helper()
+		if err := conns[i].QueryRow(ctx, "SELECT ids.snowflake_node_bits()").Scan(&bits); err != nil {
+			t.Fatal(err)
+		}
+		return bits
+	}
+	if nodeBits(1) != nodeBits(0) || nodeBits(2) != nodeBits(0) {
+		t.Fatalf("release 7: the workers' nodes %d and %d are not the coordinator's %d: Citus did not overwrite them; the test cannot show the repair", nodeBits(1), nodeBits(2), nodeBits(0))
+	}
+	if _, err := conns[1].Exec(ctx, "INSERT INTO public.orders (tenant, via) VALUES (1, 1)"); err == nil {
+		t.Fatal("an insert through an overwritten worker worked; want it to fail (Citus's sequence range)")
+	}
+
+	code, out, errOut := sfgen(t, "node", "--dsn", dsns[0], "--schema", "ids")
+	if code != exitFail || !strings.Contains(out, "Citus has made this sfgen its own") || !strings.Contains(out, `docs/citus.md, "A node Citus overwrote"`) {
+		t.Errorf("sfgen node on the coordinator before the repair: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut = sfgen(t, "install", "--dsn", dsns[1], "--schema", "ids")
+	if code != exitUsage || out != "" || !strings.Contains(errOut, "Citus made its own") || !strings.Contains(errOut, "--datacenter N --machine N") {
+		t.Errorf("sfgen install on an overwritten worker without a node: exit %d:\n%s%s", code, out, errOut)
+	}
+	var release int
+	if err := conns[1].QueryRow(ctx, "SELECT ids.snowflake_release()").Scan(&release); err != nil || release != 7 {
+		t.Errorf("after the refusal, release %d, %v; want 7, unchanged", release, err)
+	}
+
+	for i := range conns {
+		code, out, errOut := sfgen(t, "install", "--dsn", dsns[i], "--schema", "ids", "--datacenter", "1", "--machine", fmt.Sprint(i+1))
+		if code != exitOK || !strings.Contains(out, fmt.Sprintf("its node is now datacenter 1, machine %d, as given", i+1)) || !strings.Contains(out, "above every ID of that node stored here") {
+			t.Fatalf("sfgen install on node %d: exit %d:\n%s%s", i, code, out, errOut)
+		}
+	}
+	for i := range conns {
+		if got, want := nodeBits(i), int64(1<<17|(i+1)<<12); got != want {
+			t.Errorf("node %d after the repair: node bits %d; want %d", i, got, want)
+		}
+		var copied int
+		if err := conns[i].QueryRow(ctx, `SELECT count(*) FROM pg_dist_object o
+			WHERE (o.classid = 'pg_proc'::regclass AND o.objid IN (SELECT oid FROM pg_proc WHERE pronamespace = 'ids'::regnamespace AND proname <> 'snowflake_next_id_local'))
+				OR (o.classid = 'pg_class'::regclass AND o.objid IN (SELECT oid FROM pg_class WHERE relnamespace = 'ids'::regnamespace))`).Scan(&copied); err != nil || copied != 0 {
+			t.Errorf("node %d after the repair: %d sfgen objects in pg_dist_object, %v; want none", i, copied, err)
+		}
+	}
+	if code, out, errOut := sfgen(t, "node", "--dsn", dsns[0], "--schema", "ids"); code != exitOK {
+		t.Errorf("sfgen node on the coordinator after the repair: exit %d:\n%s%s", code, out, errOut)
+	}
+	for i := range conns {
+		insert(i, 100, true)
+	}
+	var rows, distinct, foreign int64
+	if err := conns[0].QueryRow(ctx, "SELECT count(*), count(DISTINCT id), count(*) FILTER (WHERE (id >> 12) & 1023 <> (1 << 5 | via + 1)) FROM public.orders").Scan(&rows, &distinct, &foreign); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 600 || distinct != rows || foreign != 0 {
+		t.Errorf("after the repair: %d rows, %d distinct IDs, %d with another node than the one inserted through; want 600, all distinct, none", rows, distinct, foreign)
+	}
+	for i := range conns {
+		var lastBefore, firstAfter int64
+		if err := conns[0].QueryRow(ctx, "SELECT max(id) FILTER (WHERE NOT repaired), min(id) FILTER (WHERE repaired) FROM public.orders WHERE via = $1", i).Scan(&lastBefore, &firstAfter); err != nil {
+			t.Fatal(err)
+		}
+		if firstAfter <= lastBefore {
+			t.Errorf("node %d: its first ID after the repair %d is not above its last before %d", i, firstAfter, lastBefore)
+		}
 	}
 }

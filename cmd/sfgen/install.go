@@ -191,6 +191,13 @@ func runInstall(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	if err == nil && rep.IDMakersOK && (len(rep.Applied) > 0 || len(grants) > 0 || len(rep.IDMakers) > 0) {
 		printIDMakers(stdout, c.stderr, "install", rep.Schema, rep.IDMakers)
 	}
+	if r := rep.Citus; r != nil {
+		fmt.Fprintf(stdout, "citus: Citus had made this schema's sfgen its own (%s); its node is now datacenter %d, machine %d, as given, and its objects are this node's alone again\n",
+			strings.Join(r.Found, "; "), r.Datacenter, r.Machine)
+		if r.Resumed != nil {
+			fmt.Fprintf(stdout, "citus: the state is above every ID of that node stored here (%d %s read); the next ID is above %d\n", len(r.Resumed.Columns), plural(len(r.Resumed.Columns), "column", "columns"), r.Resumed.Above)
+		}
+	}
 	if citus != "" {
 		fmt.Fprintf(stdout, "citus: installed on this %s alone; every Citus node that takes writes needs its own install and node (sfgen install --dsn NODE --schema %s --datacenter N --machine N), and distributed tables DEFAULT %s.snowflake_next_id_local() (docs/citus.md)\n",
 			citus, rep.Schema, pgident.Quote(rep.Schema))
@@ -218,7 +225,7 @@ func (c *cli) installError(err error, dsn string) int {
 		return c.fail("%s", redactErr(err, dsn))
 	}
 	msg := se.Message(func(err error) string { return redactErr(err, dsn) })
-	if errors.Is(err, install.ErrNodeKept) {
+	if errors.Is(err, install.ErrNodeKept) || errors.Is(err, install.ErrCitusCopied) {
 		return c.usageError("%s", msg)
 	}
 	return c.fail("%s", msg)

@@ -452,6 +452,14 @@ func printFleet(w io.Writer, r catalog.FleetReport) {
 		fmt.Fprintf(w, "FAIL: %d %s of this Citus cluster cannot make IDs (no sfgen, or no node set), so inserts through %s that use snowflake_next_id() fail; every node that takes writes needs its own node\n",
 			len(r.Missing), plural(len(r.Missing), "node", "nodes"), plural(len(r.Missing), "it", "them"))
 	}
+	for _, i := range r.Copied {
+		t := r.Targets[i]
+		fmt.Fprintf(w, "%s: Citus has made this sfgen its own: %s\n", name(t), strings.Join(t.CitusCopies, "; "))
+	}
+	if len(r.Copied) > 0 {
+		fmt.Fprintf(w, "FAIL: on %d %s of this Citus cluster, Citus has made sfgen's objects its own (release 7 let any role's distributed table whose default reached them do it): it copies them over other nodes' at every metadata sync, and a worker's node may be the coordinator's; run sfgen install --dsn NODE --schema %s --datacenter N --machine N with each node's own node, on the coordinator first (docs/citus.md, \"A node Citus overwrote\")\n",
+			len(r.Copied), plural(len(r.Copied), "node", "nodes"), r.Targets[r.Copied[0]].Schema)
+	}
 	if r.Failed > 0 {
 		fmt.Fprintf(w, "FAIL: %d of %d could not be read, so the check is incomplete\n", r.Failed, len(r.Targets))
 	}

@@ -108,9 +108,39 @@ func CompareCitusFleet(targets []FleetTarget) FleetReport {
 		if t.Error == "" && t.SameAs == nil && !t.NodeSet {
 			r.Missing = append(r.Missing, i)
 		}
+		if t.Error == "" && t.SameAs == nil && len(t.CitusCopies) > 0 {
+			r.Copied = append(r.Copied, i)
+		}
 	}
-	r.OK = r.OK && len(r.Missing) == 0
+	r.OK = r.OK && len(r.Missing) == 0 && len(r.Copied) == 0
 	return r
+}
+
+// CitusCopies lists, one line each, what Citus copied of schema's sfgen
+// over this node's own: sfgen's objects that this node's pg_dist_object
+// lists as Citus's distributed objects (but snowflake_next_id_local(),
+// which is meant to be one), and the generator's sequences restarted in
+// Citus's range. Release 7 let a distributed table of any role's, whose
+// default reached sfgen's objects, do that (docs/citus.md); release 8's
+// upgrade undoes all but the node, which `sfgen install` sets to the one
+// it is given. Empty where the database has no Citus.
+func CitusCopies(ctx context.Context, q Querier, schema Schema) ([]string, error) {
+	var present bool
+	if err := queryRow(ctx, q, "citus_present", &present); err != nil {
+		return nil, fmt.Errorf("look for Citus: %w", err)
+	}
+	if !present {
+		return nil, nil
+	}
+	stmt, err := render("citus_copies", nil)
+	if err != nil {
+		return nil, err
+	}
+	var out string
+	if err := q.QueryRow(ctx, stmt, schema.Name()).Scan(&out); err != nil {
+		return nil, fmt.Errorf("look for what Citus copied of schema %s: %w", schema, err)
+	}
+	return lines(out), nil
 }
 
 // CitusLocalDDL returns the statement that, on a Citus node, turns Citus'

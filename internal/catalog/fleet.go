@@ -73,6 +73,11 @@ type FleetTarget struct {
 	Leases      []FleetLease `json:"leases,omitempty"`
 	LeasesError string       `json:"leases_error,omitempty"`
 
+	// CitusCopies is, on a Citus node, what Citus copied of the schema's
+	// sfgen over the node's own (CitusCopies): its node is likely another
+	// node's.
+	CitusCopies []string `json:"citus_copies,omitempty"`
+
 	// Lacks is, for a schema read without sfgen's node (Installed false,
 	// no Error), the function it lacks: FuncLayout or FuncNode.
 	Lacks string `json:"-"`
@@ -172,6 +177,11 @@ type FleetReport struct {
 	// and cannot make IDs: no sfgen, or no node set.
 	Citus   bool  `json:"citus,omitempty"`
 	Missing []int `json:"missing,omitempty"`
+	// Copied indexes, on a Citus cluster, the targets that hold what
+	// Citus copied from another node over their own sfgen (CitusCopies):
+	// their node is likely not their own, and a metadata sync copies
+	// again what is still Citus's distributed object.
+	Copied []int `json:"copied,omitempty"`
 }
 
 // ReadDatabase reads the node, layout and release of each of d's schemas
@@ -192,6 +202,12 @@ func ReadDatabase(ctx context.Context, q Querier, d FleetDatabase) []FleetTarget
 			continue
 		}
 		out[i] = fleetTarget(d.Name, key+" "+s.Name(), in)
+		if in.Release > 0 {
+			if out[i].CitusCopies, err = CitusCopies(ctx, q, s); err != nil {
+				out[i].Error = d.say(err)
+				continue
+			}
+		}
 		if in.Release >= 4 {
 			out[i].Leases, out[i].LeasesError = readLeases(ctx, q, s, d.say)
 		}

@@ -168,7 +168,7 @@ var sqlFS embed.FS
 
 // statements are the package's statements: Inspect's, and ReadDatabase's
 // (fleet.sql.tmpl).
-var statements = template.Must(template.New("").ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
+var statements = template.Must(template.New("").Funcs(template.FuncMap{"literal": pgident.QuoteLiteral}).ParseFS(sqlFS, "sql/inspect.sql.tmpl", "sql/fleet.sql.tmpl"))
 
 // Inspect reads what schema holds of sfgen through q, in two statements:
 // one of the system catalogs, then one that reads the release, layout
@@ -246,7 +246,7 @@ func inspectOnce(ctx context.Context, q Querier, schema Schema) (_ Installed, ch
 	if !in.functions[FuncLayout] && in.Node.State != NodeSet {
 		return in, false, nil
 	}
-	reads, err := render("reads", nil)
+	reads, err := render("reads", struct{ NodeBitsText, NodeBitsFenced string }{NodeBitsText, NodeBitsFenced})
 	if err != nil {
 		return Installed{}, false, err
 	}

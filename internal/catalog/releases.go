@@ -133,7 +133,28 @@ const VersionTable = "sfgen_db_version"
 var KnownRelations = []string{
 	"snowflake_state", "snowflake_state_guard", "snowflake_catch_up_guard", "snowflake_state_lock",
 	"snowflake_caught_up", "snowflake_lease", "snowflake_lease_pkey", VersionTable, VersionTable + "_pkey",
+	CitusFence,
 }
+
+// CitusFence is the materialized view, in sfgen's schema, that
+// snowflake_node_bits() depends on from release 8 (no rows, no columns,
+// never read). Citus copies to its workers, over theirs, what a
+// distributed table's defaults depend on, but refuses objects that depend
+// on a materialized view: so no default, view or function of any role
+// can make Citus copy this node's node, state or generator to another
+// node (docs/citus.md). Its name is what Citus's refusal shows.
+const CitusFence = "snowflake_citus_use_next_id_local"
+
+// The body of snowflake_node_bits() as snowflake_set_node() writes it,
+// whose one parenthesized group is the node's bits: releases 1 to 7's
+// prosrc, and release 8's as pg_get_function_sqlbody() prints it on
+// PostgreSQL 15 to 18 (the fence's name as the reader's search_path
+// shows it). The node is read from the body, never by calling the
+// function, whose owner may be a weaker role than the reader.
+const (
+	NodeBitsText   = `^SELECT ([0-9]+)::bigint$`
+	NodeBitsFenced = `^RETURN CASE WHEN \(.+::regclass IS NOT NULL\) THEN '([0-9]+)'::bigint ELSE NULL::bigint END$`
+)
 
 // CatchUpGuard is the guard sequence release's snowflake_next_id()
 // reads before its nextval(): the millisecond of the last catch-up, 0

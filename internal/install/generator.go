@@ -85,6 +85,9 @@ type Report struct {
 	From      int
 	Generator Change // what became of snowflake_next_id()
 	Library   string // the native library Generator names
+	// Citus is what the install undid of what Citus had made of the
+	// schema on this node; nil where there was nothing.
+	Citus *CitusRepair
 }
 
 // Errors Run returns, wrapped in a *StepError.
@@ -105,7 +108,7 @@ var (
 // Cause (a database's error, when there is one) is in the message as
 // Message's func writes it: a CLI keeps passwords out of it.
 type StepError struct {
-	Kind  error // ErrNativeUnavailable, ErrNodeKept, ErrGeneratorSwitch or nil
+	Kind  error // ErrNativeUnavailable, ErrNodeKept, ErrCitusCopied, ErrGeneratorSwitch or nil
 	Cause error
 	text  func(cause string) string
 }

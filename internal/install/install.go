@@ -555,6 +555,7 @@ func undo(conn *sql.Conn, schema catalog.Schema, dropSchema bool) {
 	if conn.QueryRowContext(ctx, `SELECT pg_catalog.to_regprocedure($1) IS NULL AND pg_catalog.to_regprocedure($2) IS NOT NULL`,
 		q+".snowflake_layout()", q+".snowflake_node_bits()").Scan(&bare) == nil && bare {
 		conn.ExecContext(ctx, "DROP FUNCTION IF EXISTS "+q+".snowflake_node_bits()")
+		conn.ExecContext(ctx, "DROP MATERIALIZED VIEW IF EXISTS "+q+"."+catalog.CitusFence)
 	}
 	if dropSchema {
 		conn.ExecContext(ctx, "DROP SCHEMA IF EXISTS "+q) // RESTRICT: only if empty
@@ -564,6 +565,16 @@ func undo(conn *sql.Conn, schema catalog.Schema, dropSchema bool) {
 // release is Run but the generator: the check that an install keeps a
 // schema's node, Apply, and whether the schema has a node after it.
 func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
+	copies, err := citusCopies(ctx, db, o.SQL.Schema)
+	if err != nil {
+		return nil, err
+	}
+	var repair *CitusRepair
+	if len(copies) > 0 {
+		if repair, err = setCopiedNode(ctx, db, o.SQL.Schema, copies, o.Node); err != nil {
+			return nil, err
+		}
+	}
 	if o.Node != nil {
 		if err := nodeKept(ctx, db, o.SQL.Schema, o.Node); err != nil {
 			return nil, err
@@ -580,7 +591,12 @@ func release(ctx context.Context, db *sql.DB, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &Report{Result: res, From: from}
+	rep := &Report{Result: res, From: from, Citus: repair}
+	if repair != nil {
+		if err := resumeCopied(ctx, db, res.Schema, repair); err != nil {
+			return rep, err
+		}
+	}
 	if in, err := inspect(ctx, db, res.Schema); err == nil && in.Node.State == catalog.NodeUnset {
 		rep.NodeUnset = true
 	}

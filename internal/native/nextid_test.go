@@ -377,7 +377,7 @@ func TestNativeCatchUpGivesBackLockAndUser(t *testing.T) {
 // is set yet) is called, its errors reach the caller unchanged, and its
 // value is used; replacing it takes effect from the next transaction.
 func TestNativeNodeFromAnyFunction(t *testing.T) {
-	_, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}, false)
+	dsn, conn := setup(t, sqlgen.Options{Layout: snowflake.Twitter(), Datacenter: 1, Machine: 2}, false)
 	mustExec(t, conn, `CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
 		BEGIN RAISE EXCEPTION USING ERRCODE = 'SF201', MESSAGE = 'sfgen: no node is set for schema public'; END $$`)
 	_, err := conn.Exec(context.Background(), "SELECT snowflake_next_id()")
@@ -420,6 +420,43 @@ func TestNativeNodeFromAnyFunction(t *testing.T) {
 	mustExec(t, conn, "SELECT snowflake_set_node(9, 10)")
 	if d, _ := tw.Decompose(snowflake.ID(queryInt(t, conn, "SELECT snowflake_next_id()"))); d.Datacenter != 9 || d.Machine != 10 {
 		t.Fatalf("after snowflake_set_node(9, 10): node %d/%d", d.Datacenter, d.Machine)
+	}
+	// snowflake_set_node()'s shape from release 8 (RETURN CASE WHEN <the
+	// Citus fence> IS NOT NULL THEN 'n'::bigint END) is read from the
+	// body too, never called; a PL/pgSQL one is called, once in each
+	// transaction, which the C code says at DEBUG1.
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var said []string
+	cfg.OnNotice = func(_ *pgconn.PgConn, n *pgconn.Notice) { said = append(said, n.Message) }
+	watched, err := pgx.ConnectConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watched.Close(context.Background())
+	mustExec(t, watched, "SET client_min_messages = debug1")
+	calls := func() (n int) {
+		t.Helper()
+		said = nil
+		for range 2 {
+			queryInt(t, watched, "SELECT snowflake_next_id()")
+		}
+		for _, m := range said {
+			if strings.Contains(m, "snowflake_node_bits() is not of the shape") {
+				n++
+			}
+		}
+		return n
+	}
+	if n := calls(); n != 0 {
+		t.Errorf("snowflake_set_node()'s snowflake_node_bits() called in %d of 2 transactions; want none (read from its body)", n)
+	}
+	mustExec(t, conn, `CREATE OR REPLACE FUNCTION public.snowflake_node_bits() RETURNS bigint LANGUAGE plpgsql STABLE AS $$
+		BEGIN RETURN 9::bigint << 17; END $$`)
+	if n := calls(); n != 2 {
+		t.Errorf("a PL/pgSQL snowflake_node_bits() called in %d of 2 transactions; want 2 (the control)", n)
 	}
 }
 

@@ -60,6 +60,8 @@ var funcs = template.FuncMap{
 	"outOfRange": func(message, arg string) outOfRange { return outOfRange{message, arg} },
 	// idMaking is the argument of grant.sql.tmpl's id_making_privileges.
 	"idMaking": func(schema string, grant bool) idMaking { return idMaking{schema, grant} },
+	// list is its arguments, to range over.
+	"list": func(s ...string) []string { return s },
 }
 
 // An idMaking is what id_making_privileges grants (Grant) or revokes: the
@@ -332,6 +334,9 @@ type templateData struct {
 	LeaseFunctionNames                 []string // the names new in release 3 (and, from release 4, its registry's): sfgen's only with its marker
 	// From release 4: the private schema of the leases, quoted and as a name.
 	Private, PrivateName string
+	CitusFence           string // catalog.CitusFence
+	NodeBitsText         string // catalog.NodeBitsText
+	NodeBitsFenced       string // catalog.NodeBitsFenced
 	// From release 4: how far ahead of the database's clock an expired
 	// node's high-water mark may be before a take offers it last.
 	LeaseFutureMs int64
@@ -413,6 +418,9 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 
 		KnownFunctions: catalog.KnownFunctions, KnownFunctionNames: catalog.KnownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
 		LeaseFunctionNames:  catalog.LeaseFunctionNames,
+		CitusFence:          catalog.CitusFence,
+		NodeBitsText:        catalog.NodeBitsText,
+		NodeBitsFenced:      catalog.NodeBitsFenced,
 		LockWaitSeconds:     int64(LockWait / time.Second),
 		LockWaitMs:          CatchUpLockWait.Milliseconds(),
 		LeaseFutureMs:       LeaseFutureBound.Milliseconds(),

@@ -49,6 +49,8 @@
 #include "datatype/timestamp.h"
 #include "fmgr.h"
 #include "miscadmin.h"
+#include "nodes/parsenodes.h"
+#include "nodes/primnodes.h"
 #include "pgstat.h"
 #include "postmaster/autovacuum.h"
 #include "replication/walsender.h"
@@ -367,8 +369,51 @@ call_bigint(FmgrInfo *fn, const char *name)
 }
 
 /*
+ * Parses release 8's body of snowflake_node_bits() (a query tree): RETURN
+ * CASE WHEN <the Citus fence>::regclass IS NOT NULL THEN '<n>'::bigint END,
+ * whose value is n: one CASE arm testing a non-null constant, and a
+ * bigint constant as its result. Anything else is not parsed.
+ */
+static bool
+parse_fenced_body(Node *body, int64 *value)
+{
+	Query	   *query;
+	TargetEntry *entry;
+	CaseExpr   *cases;
+	CaseWhen   *arm;
+	NullTest   *test;
+	Const	   *result;
+
+	if (body == NULL || !IsA(body, Query))
+		return false;
+	query = (Query *) body;
+	if (query->commandType != CMD_SELECT || query->rtable != NIL ||
+		list_length(query->targetList) != 1)
+		return false;
+	entry = linitial_node(TargetEntry, query->targetList);
+	if (!IsA(entry->expr, CaseExpr))
+		return false;
+	cases = (CaseExpr *) entry->expr;
+	if (cases->arg != NULL || list_length(cases->args) != 1)
+		return false;
+	arm = linitial_node(CaseWhen, cases->args);
+	if (!IsA(arm->expr, NullTest) || !IsA(arm->result, Const))
+		return false;
+	test = (NullTest *) arm->expr;
+	if (test->nulltesttype != IS_NOT_NULL || !IsA(test->arg, Const) ||
+		((Const *) test->arg)->constisnull)
+		return false;
+	result = (Const *) arm->result;
+	if (result->consttype != INT8OID || result->constisnull)
+		return false;
+	*value = DatumGetInt64(result->constvalue);
+	return true;
+}
+
+/*
  * The node, as snowflake_set_node() writes it: the body of a LANGUAGE sql
- * function "SELECT <n>::bigint". Such a body is its value, so the value
+ * function, release 8's (parse_fenced_body()) or releases 1 to 7's
+ * "SELECT <n>::bigint". Such a body is its value, so the value
  * is read from the body (the function is not called) and kept until an
  * invalidation of pg_proc is taken in: a node change takes effect from the
  * caller's next transaction, as it does for the SQL generator's plans. A
@@ -390,9 +435,10 @@ read_node(SfSite *site, Oid nsp, Oid owner)
 	if (proc->prolang == SQLlanguageId)
 	{
 		Datum		src = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosrc, &isnull);
+		Datum		body = SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosqlbody, &isnull);
 
-		(void) SysCacheGetAttr(PROCOID, tup, Anum_pg_proc_prosqlbody, &isnull);
-		if (isnull && parse_constant_body(TextDatumGetCString(src), &value))
+		if (isnull ? parse_constant_body(TextDatumGetCString(src), &value)
+			: parse_fenced_body(stringToNode(TextDatumGetCString(body)), &value))
 		{
 			site->node = (uint64) value & SF_NODE_MASK;
 			site->node_constant = true;
@@ -407,6 +453,8 @@ node_call(SfSite *site)
 {
 	FmgrInfo	fn;
 
+	/* Said at DEBUG1, for the tests to see which way the node came. */
+	elog(DEBUG1, "sfgen: snowflake_node_bits() is not of the shape snowflake_set_node() writes: called once in this transaction");
 	fmgr_info(site->node_fn, &fn);
 	site->node = (uint64) call_bigint(&fn, "snowflake_node_bits") & SF_NODE_MASK;
 	site->node_read = transaction;
