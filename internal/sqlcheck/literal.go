@@ -67,6 +67,11 @@ func nameAt(text string, at int) string {
 	return identRE.FindString(text[max(0, min(at, len(text))):])
 }
 
+// skip returns where the bytes in cut that start text[at:] end.
+func skip(text string, at int, cut string) int {
+	return len(text) - len(strings.TrimLeft(text[at:], cut))
+}
+
 var wordRE = regexp.MustCompile(`^\s*([A-Za-z_]+)`)
 
 // phrase returns the words at text[at:] up to the first that is stop (any

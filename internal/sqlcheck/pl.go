@@ -40,7 +40,7 @@ func (u *unit) pl(typ string, n map[string]any, line int) {
 		u.declaration(typ, n, line)
 	case typ == "PLpgSQL_stmt_case" && n["t_expr"] != nil:
 		if at := wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false); at >= 0 {
-			u.report(at, RuleSyntax, u.raw[at:at+4], "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v")
+			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
 		}
 	case dynamicFields[typ] != "":
 		if e, ok := n[dynamicFields[typ]].(map[string]any); ok {
@@ -98,28 +98,18 @@ func (u *unit) plExpr(e map[string]any, line int, dynamic bool) {
 	if m := assignRE.FindStringIndex(q); mode >= 3 && m != nil { // x := v is checked as SELECT x , v
 		q = q[:m[0]] + ", "[:m[1]-m[0]] + q[m[1]:]
 	}
-	s := u.sub(prefix, q, raw, at)
-	if stmts, err := s.parse(); err != nil {
-		s.checkSQL() // reports it
-	} else {
-		if dynamic && len(stmts) == 1 {
-			s.dynamic(stmts[0].Stmt)
-		}
-		s.walkStmts(stmts)
-	}
+	u.sub(prefix, q, raw, at).checkSQL(dynamic)
 }
 
 // dynamic checks the SQL that EXECUTE runs when its expression (here a
 // SELECT of it) is a string constant or format() of one.
 func (u *unit) dynamic(stmt map[string]any) {
-	sel, _ := stmt["SelectStmt"].(map[string]any)
-	tl, _ := sel["targetList"].([]any)
-	rt, _ := append(tl, map[string]any{})[0].(map[string]any)["ResTarget"].(map[string]any)
-	v, _ := rt["val"].(map[string]any)
-	c, _ := v["A_Const"].(map[string]any)
-	f, format := v["FuncCall"].(map[string]any)
+	tl, _ := get(stmt, "SelectStmt")["targetList"].([]any)
+	v := get(append(tl, nil)[0], "ResTarget", "val")
+	c, f := get(v, "A_Const"), get(v, "FuncCall")
+	format := f != nil
 	if ns, args := names(f["funcname"]), f["args"]; format && len(ns) > 0 && ns[len(ns)-1] == "format" && args != nil {
-		c, _ = args.([]any)[0].(map[string]any)["A_Const"].(map[string]any)
+		c = get(args.([]any)[0], "A_Const")
 	}
 	if lit, ok := u.literal(loc(c)); ok && len(tl) == 1 && c["sval"] != nil {
 		u.data[u.at(loc(c))] = true
@@ -127,7 +117,7 @@ func (u *unit) dynamic(stmt map[string]any) {
 			lit.text, lit.format = fillPlaceholders(lit.text), true
 			lit.blankPlaceholders()
 		}
-		lit.checkSQL()
+		lit.checkSQL(false)
 	}
 }
 
@@ -141,8 +131,8 @@ func (u *unit) blankPlaceholders() {
 		if err == nil || at >= len(u.text) || u.raw[at] != '%' {
 			return
 		}
-		n := len(u.text[at:]) - len(strings.TrimLeft(u.text[at:], "_"))
-		u.text = u.text[:at] + strings.Repeat(" ", n) + u.text[at+n:]
+		n := skip(u.text, at, "_")
+		u.text = u.text[:at] + strings.Repeat(" ", n-at) + u.text[n:]
 	}
 }
 
@@ -158,9 +148,7 @@ func (u *unit) declaration(typ string, n map[string]any, line int) {
 		return
 	}
 	u.used[fmt.Sprint("d", at)] = true
-	dt, _ := n["datatype"].(map[string]any)
-	t, _ := dt["PLpgSQL_type"].(map[string]any)
-	typName := strings.TrimSpace(str(t["typname"]))
+	typName := strings.TrimSpace(str(get(n, "datatype", "PLpgSQL_type")["typname"]))
 	if m := recordRE.FindStringSubmatch(u.text[at+len(name):]); typ == "PLpgSQL_rec" && m != nil {
 		typName = m[1]
 	}
@@ -177,11 +165,9 @@ func (u *unit) declaration(typ string, n map[string]any, line int) {
 			u.report(tat, RuleType, typName, unqualified("type", ns))
 		}
 	} else {
-		u.sub("SELECT NULL::", typName, u.raw[tat:min(len(u.raw), tat+len(typName))], tat).checkSQL()
+		u.sub("SELECT NULL::", typName, u.raw[tat:min(len(u.raw), tat+len(typName))], tat).checkSQL(false)
 	}
-	d, _ := n["default_val"].(map[string]any)
-	e, _ := d["PLpgSQL_expr"].(map[string]any)
-	q := strings.TrimSpace(str(e["query"]))
+	q := strings.TrimSpace(str(get(n, "default_val", "PLpgSQL_expr")["query"]))
 	if val, _, end, ok := unquote(q, 0); ok && end == len(q) {
 		if p := strings.Index(u.text[at:], q); p >= 0 {
 			ns := strings.Split(typName, ".")

@@ -40,7 +40,7 @@ const maxDepth = 32
 
 func check(sql []byte, own map[string]bool) []Finding {
 	u := &unit{run: &run{own: own, data: map[int]bool{}}, text: string(sql), raw: string(sql)}
-	u.checkSQL()
+	u.checkSQL(false)
 	return u.found
 }
 
@@ -52,13 +52,19 @@ func (u *unit) at(i int) int {
 	return u.pos[max(0, min(i, len(u.pos)-1))]
 }
 
+// child is a unit one level below u for text (raw as written) whose byte
+// i is at u.text[pos(i)].
+func (u *unit) child(text, raw string, pos func(int) int) *unit {
+	c := &unit{run: u.run, text: text, raw: raw, format: u.format, depth: u.depth + 1}
+	for i := range len(text) + 1 {
+		c.pos = append(c.pos, u.at(pos(i)))
+	}
+	return c
+}
+
 // sub is a unit for text, at i in u, with prefix before it.
 func (u *unit) sub(prefix, text, raw string, i int) *unit {
-	s := &unit{run: u.run, text: prefix + text, raw: prefix + raw, format: u.format, depth: u.depth + 1}
-	for j := range len(s.text) + 1 {
-		s.pos = append(s.pos, u.at(i+max(0, j-len(prefix))))
-	}
-	return s
+	return u.child(prefix+text, prefix+raw, func(j int) int { return i + max(0, j-len(prefix)) })
 }
 
 // literal is a unit for the value of the string constant at u.text[at:].
@@ -68,11 +74,7 @@ func (u *unit) literal(at int) (*unit, bool) {
 	if !ok || len(raw) != len(val) || u.depth >= maxDepth {
 		return nil, false
 	}
-	s := &unit{run: u.run, text: val, raw: raw, format: u.format, depth: u.depth + 1}
-	for _, p := range pos {
-		s.pos = append(s.pos, u.at(p))
-	}
-	return s, true
+	return u.child(val, raw, func(i int) int { return pos[i] }), true
 }
 
 func (u *unit) report(at int, r Rule, text, reason string) {
@@ -111,11 +113,15 @@ func (u *unit) errorAt(err error) int {
 	return 0
 }
 
-// checkSQL checks u as SQL statements, or reports that they do not parse.
-func (u *unit) checkSQL() {
+// checkSQL checks u as SQL statements, or reports that they do not parse;
+// with dynamic, also the SQL that one statement, EXECUTE's expression, runs.
+func (u *unit) checkSQL(dynamic bool) {
 	stmts, err := u.parse()
 	if err != nil {
 		u.report(u.errorAt(err), RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
+	}
+	if dynamic && len(stmts) == 1 {
+		u.dynamic(stmts[0].Stmt)
 	}
 	u.walkStmts(stmts)
 }
@@ -168,10 +174,18 @@ func each(v any, line int, fn func(typ string, n map[string]any, line int)) {
 	}
 }
 
+// get follows path through the nodes from v: nil where it breaks off.
+func get(v any, path ...string) map[string]any {
+	m, _ := v.(map[string]any)
+	for _, k := range path {
+		m, _ = m[k].(map[string]any)
+	}
+	return m
+}
+
 func str(v any) string {
 	if m, ok := v.(map[string]any); ok {
-		s, _ := m["String"].(map[string]any)
-		v = s["sval"]
+		v = get(m, "String")["sval"]
 	}
 	s, _ := v.(string)
 	return s
@@ -188,8 +202,7 @@ func loc(n map[string]any) int {
 // names turns a list of String nodes (or a List node of them) into strings.
 func names(v any) []string {
 	if m, ok := v.(map[string]any); ok {
-		l, _ := m["List"].(map[string]any)
-		v = l["items"]
+		v = get(m, "List")["items"]
 	}
 	l, _ := v.([]any)
 	var out []string
@@ -218,6 +231,11 @@ func unqualified(kind string, ns []string) string {
 	return fmt.Sprintf("%s %s is looked up through search_path; qualify it with pg_catalog or an own schema", kind, strings.Join(ns, "."))
 }
 
+// startsWith reports whether the first word at u.raw[at:] is word.
+func (u *unit) startsWith(at int, word string) bool {
+	return strings.EqualFold(phrase(u.raw, at, word), word)
+}
+
 // node checks one node of a statement's parse tree.
 func (u *unit) node(typ string, n map[string]any, _ int) {
 	at := loc(n)
@@ -226,20 +244,18 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 		switch kind, ns := str(n["kind"]), names(n["name"]); {
 		case syntaxStops[kind] != "":
 			u.syntax(at, syntaxStops[kind], ns[0])
-		case kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL":
-			u.opSubquery(ns, at)
 		default:
-			u.operator(ns, at)
+			u.operator(ns, at, kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL")
 		}
 	case "SubLink":
 		if t, _ := n["subLinkType"].(string); t == "ANY_SUBLINK" && n["operName"] == nil {
 			u.syntax(at, "IN", "=")
 		} else if t == "ANY_SUBLINK" || t == "ALL_SUBLINK" {
-			u.opSubquery(names(n["operName"]), at)
+			u.operator(names(n["operName"]), at, true)
 		}
 	case "CaseExpr":
 		if n["arg"] != nil {
-			u.report(at, RuleSyntax, u.raw[at:at+4], "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v")
+			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
 		}
 	case "JoinExpr":
 		u.join(n)
@@ -254,17 +270,14 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 	case "TypeName":
 		u.typeName(n)
 	case "TypeCast":
-		arg, _ := n["arg"].(map[string]any)
-		if c, ok := arg["A_Const"].(map[string]any); ok && at < 0 { // a typed literal: its string is data
+		if c := get(n, "arg", "A_Const"); c != nil && at < 0 { // a typed literal: its string is data
 			u.data[u.at(loc(c))] = true
 		}
-		tn, _ := n["typeName"].(map[string]any)
-		ns := names(tn["names"])
-		u.regString(ns[len(ns)-1], arg)
+		tn := names(get(n, "typeName")["names"])
+		u.regString(tn[len(tn)-1], n["arg"])
 	case "CollateClause":
 		if ns := names(n["collname"]); !u.qualified(ns) {
-			at += len(phrase(u.raw, at, "COLLATE"))
-			at += len(u.raw[at:]) - len(strings.TrimLeft(u.raw[at:], " \t\r\n"))
+			at = skip(u.raw, at+len(phrase(u.raw, at, "COLLATE")), " \t\r\n")
 			u.report(at, RuleCollation, nameAt(u.raw, at), unqualified("collation", ns))
 		}
 	case "RangeVar":
@@ -292,6 +305,8 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 	}
 }
 
+const simpleCase = "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v"
+
 // syntaxStops are the A_Expr kinds that are syntax, with the word their
 // text ends with.
 var syntaxStops = map[string]string{"AEXPR_DISTINCT": "FROM", "AEXPR_NOT_DISTINCT": "FROM", "AEXPR_NULLIF": "NULLIF",
@@ -308,34 +323,28 @@ func (u *unit) syntax(at int, stop, op string) {
 	u.report(at, RuleSyntax, text, text+" looks up an operator ("+op+") through search_path; write it with OPERATOR(pg_catalog.op)")
 }
 
-func (u *unit) operator(ns []string, at int) {
+// operator checks the operator ns at at; with subquery, of op ANY/ALL/SOME
+// (...), which is syntax unless written OPERATOR(op) ANY.
+func (u *unit) operator(ns []string, at int, subquery bool) {
 	if u.qualified(ns) {
 		return
 	}
-	op := ns[len(ns)-1]
+	op, isOperator := ns[len(ns)-1], u.startsWith(at, "OPERATOR")
+	if subquery && !isOperator {
+		text := op + " " + strings.Fields(phrase(u.raw, at+len(op), "") + " ANY")[0]
+		u.report(at, RuleSyntax, text, text+" (...) looks up the "+op+" operator through search_path; write OPERATOR(pg_catalog."+op+")"+text[len(op):])
+		return
+	}
 	if u.format {
 		op = strings.ReplaceAll(op, "%", "%%")
 	} else if at+len(op) <= len(u.raw) {
 		op = u.raw[at : at+len(op)] // != is <>
 	}
 	text, reason := op, "operator "+op+" is looked up through search_path; write OPERATOR(pg_catalog."+op+")"
-	if strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR") {
+	if isOperator {
 		text, reason = u.raw[at:at+strings.IndexByte(u.raw[at:], ')')+1], unqualified("operator", ns)
 	}
 	u.report(at, RuleOperator, text, reason)
-}
-
-// opSubquery checks op ANY/ALL/SOME (...).
-func (u *unit) opSubquery(ns []string, at int) {
-	if strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR") {
-		u.operator(ns, at) // OPERATOR(op) ANY: the question is op's schema
-		return
-	} else if u.qualified(ns) {
-		return
-	}
-	op := ns[len(ns)-1]
-	text := op + " " + strings.Fields(phrase(u.raw, at+len(op), "") + " ANY")[0]
-	u.report(at, RuleSyntax, text, text+" (...) looks up the "+op+" operator through search_path; write OPERATOR(pg_catalog."+op+")"+text[len(op):])
 }
 
 // join checks NATURAL JOIN and JOIN ... USING, which the tree does not
@@ -371,8 +380,8 @@ func (u *unit) typeName(n map[string]any) {
 	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && newKeywordTypes[ns[1]] && !strings.Contains(nameAt(u.raw, at), ".")) {
 		return
 	}
-	if strings.EqualFold(phrase(u.raw, at, "SETOF"), "SETOF") {
-		at += 5 + len(u.raw[at+5:]) - len(strings.TrimLeft(u.raw[at+5:], " \t\r\n"))
+	if u.startsWith(at, "SETOF") {
+		at = skip(u.raw, at+5, " \t\r\n")
 	}
 	u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
 }
@@ -391,25 +400,20 @@ var regTemplates = map[string]string{
 // regString checks arg, if a string constant, as the name reg (a reg*
 // type or a function that takes a name) reads it.
 func (u *unit) regString(reg string, arg any) {
-	m, _ := arg.(map[string]any)
-	c, _ := m["A_Const"].(map[string]any)
+	c := get(arg, "A_Const")
 	sv, isStr := c["sval"].(map[string]any)
-	tmpl := ""
-	for t, regs := range regTemplates {
-		if slices.Contains(strings.Fields(regs), reg) {
-			tmpl = t
+	for tmpl, regs := range regTemplates {
+		if !isStr || !slices.Contains(strings.Fields(regs), reg) {
+			continue
 		}
-	}
-	if tmpl == "" || !isStr {
-		return
-	}
-	at := loc(c)
-	u.data[u.at(at)] = true
-	q := fmt.Sprintf(tmpl, str(sv["sval"]))
-	probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
-	if probe.checkSQL(); len(probe.found) > 0 {
-		_, _, end, _ := unquote(u.raw, at)
-		u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+		at := loc(c)
+		u.data[u.at(at)] = true
+		q := fmt.Sprintf(tmpl, str(sv["sval"]))
+		probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
+		if probe.checkSQL(false); len(probe.found) > 0 {
+			_, _, end, _ := unquote(u.raw, at)
+			u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+		}
 	}
 }
 
@@ -475,7 +479,7 @@ func (u *unit) body(typ string, n map[string]any) {
 	at := -1
 	l, _ := opts.([]any)
 	for _, o := range l {
-		d := o.(map[string]any)["DefElem"].(map[string]any)
+		d := get(o, "DefElem")
 		if str(d["defname"]) == "language" {
 			lang = strings.ToLower(str(d["arg"]))
 		} else if str(d["defname"]) == "as" && len(names(d["arg"])) <= 1 { // not a C function's file and symbol
@@ -483,7 +487,7 @@ func (u *unit) body(typ string, n map[string]any) {
 		}
 	}
 	if b, ok := u.literal(at); ok && lang == "sql" {
-		b.checkSQL()
+		b.checkSQL(false)
 	} else if ok && lang == "plpgsql" {
 		b.plpgsql(u.text[u.stmt:u.end])
 	}
