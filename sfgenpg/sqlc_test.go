@@ -81,7 +81,8 @@ func sqlcRecipe(t *testing.T) (schema, queries, config string) {
 // sfgenpg.Install put sfgen into ids with node 1/2 and the recipe's
 // schema is applied. The generated code must compile, write and scan
 // sfgen.ID, sfgen.NullID and *sfgen.ID, and the recipe's Go must print
-// what docs/go.md says, over pgx and over database/sql.
+// what docs/go.md says, over pgx (with and without RegisterPgxTypes) and
+// over database/sql.
 func TestSqlcRecipe(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds sqlc and a module")
@@ -165,14 +166,14 @@ func TestSqlcRecipe(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test over the generated code: %v", err)
 	}
-	for _, test := range []string{"TestPgx", "TestDatabaseSQL"} {
+	for _, test := range []string{"TestPgx", "TestPgxRegistered", "TestDatabaseSQL"} {
 		if !strings.Contains(out.String(), "--- PASS: "+test+" ") {
 			t.Errorf("%s did not pass", test)
 		}
 	}
 	var posts int
 	// Datacenter 1, machine 2: bits 21..12 are 1<<5 | 2.
-	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM post WHERE (id >> 12) & 1023 = 34").Scan(&posts); err != nil || posts != 4 {
-		t.Errorf("%d posts of node 1/2 (%v), want 4", posts, err)
+	if err := db.QueryRowContext(ctx, "SELECT count(*) FROM post WHERE (id >> 12) & 1023 = 34").Scan(&posts); err != nil || posts != 6 {
+		t.Errorf("%d posts of node 1/2 (%v), want 6", posts, err)
 	}
 }

@@ -4,7 +4,8 @@
 // queries and configuration, packages db (sql_package: pgx/v5) and stddb
 // (database/sql), and runs it with go test against a database where
 // sfgen is installed in ids with node 1/2 and the recipe's schema is
-// applied, named by $SFGEN_SQLC_DSN.
+// applied, named by $SFGEN_SQLC_DSN. It imports sfgenpg only for
+// TestPgxRegistered.
 package app_test
 
 import (
@@ -20,6 +21,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib"
 
 	"github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/sfgenpg"
 
 	"example.com/app/db"
 	"example.com/app/stddb"
@@ -125,6 +127,26 @@ func TestPgx(t *testing.T) {
 	prints, _, _ = strings.Cut(prints, "}\n")
 	if prints = strings.ReplaceAll(prints, "\t// ", ""); prints != want {
 		t.Errorf("pgxRecipe's // Prints: comment says\n%s\nwant\n%s", prints, want)
+	}
+}
+
+// TestPgxRegistered runs pgxRecipe over a connection whose type map has
+// sfgenpg.RegisterPgxTypes.
+func TestPgxRegistered(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dsn(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	sfgenpg.RegisterPgxTypes(conn.TypeMap())
+	var got strings.Builder
+	if err := pgxRecipe(ctx, conn, &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.String() != want {
+		t.Errorf("pgxRecipe printed\n%s\nwant\n%s", got.String(), want)
 	}
 }
 
