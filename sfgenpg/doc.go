@@ -13,4 +13,6 @@
 // or leaves none, and snowflake_next_id() then refuses ([ErrNoNode])
 // until one is set. [TakeLease] borrows a free node from the database for
 // as long as the process renews it, and makes IDs with it.
+// [RegisterPgxTypes] lets a pgx connection read and write IDs without
+// database/sql's Scanner and Valuer, which it otherwise uses.
 package sfgenpg

@@ -51,12 +51,14 @@ returns it; without --layout a first install is for Twitter's layout, an
 upgrade for the layout of the existing files.
 
 The native generator (--native, docs/native.md): after the install or the
-upgrades it also writes DIR/<version>_sfgen_native.sql, which switches
+upgrades it also writes DIR/<version>_sfgen_native.sql (golang-migrate:
+.up.sql and .down.sql), in --format's layout, which switches
 snowflake_next_id() to the C function of the library that 'sfgen
 build-native --native-dir DIR' builds on each database server (run it there
 first, and again after a major-version upgrade). Applied by a superuser on
 a server that loads it, the switch keeps the function's OID, so column
-defaults use the C code from their next statement; goose down switches back.
+defaults use the C code from their next statement; the tool's down switches
+back.
 Where it cannot happen (no superuser, no library, one of another layout) the
 migration fails and leaves the database as it was, or, written with
 --native-optional, warns and keeps the SQL generator (a library of another
@@ -69,8 +71,8 @@ The version is a UTC timestamp (YYYYMMDDhhmmss), a second after the one
 before it when one run writes several files, and after the highest version
 in DIR, or with --sequential the next number after the highest version in
 DIR (at least 5 digits; golang-migrate's 6; tern's 3, and always so, as
-tern needs). The native generator's migrations are goose's only. Each file
-is written whole or not at all and never replaces an existing file.
+tern needs). Each file is written whole or not at all and never replaces an
+existing file.
 
 Examples:
   sfgen migration --dir db/migrations
@@ -83,6 +85,7 @@ Examples:
   sfgen migration --dir db/migrations --format golang-migrate --sequential && migrate -path db/migrations -database "$DATABASE_URL" up
   sfgen migration --dir db/migrations --format dbmate && dbmate --migrations-dir db/migrations up
   sfgen migration --dir db/migrations --format tern && tern migrate --migrations db/migrations
+  sfgen migration --dir db/migrations --format dbmate --native --native-dir /usr/local/lib/sfgen
 `
 
 func runMigration(ctx context.Context, args []string, stdout, stderr io.Writer) int {

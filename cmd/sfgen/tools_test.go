@@ -565,7 +565,6 @@ func TestMigrationFormatUsage(t *testing.T) {
 		want   string
 	}{
 		{"unknown", nil, []string{"--format", "flyway"}, `--format: unknown migration format "flyway"; want one of goose, golang-migrate, dbmate, tern`},
-		{"native with dbmate", nil, []string{"--format", "dbmate", "--native", "--native-dir", "/srv/sfgen"}, "--native writes goose migrations only"},
 		{"another tool's directory", []string{"--format", "tern"}, []string{"--format", "dbmate"}, "--format dbmate conflicts with"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

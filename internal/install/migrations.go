@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"time"
 
 	snowflake "github.com/sfgen/sfgen"
@@ -126,9 +128,6 @@ func planMigrations(found []migrationdir.Found, o MigrationOptions) (*MigrationP
 			return p, usagef("--format %s conflicts with %s's sfgen migrations, which are %s's (%s); leave --format out to write %s's", o.Format, o.Dir, format(last), last.Name, format(last))
 		}
 		p.Format = format(last)
-	}
-	if p.Format != migrationdir.Goose && o.Generator != Keep {
-		return p, usagef("--native writes goose migrations only; the native generator with %s: sfgen install --native, or a migration of your own that runs what 'sfgen migration --format goose --native' writes", p.Format)
 	}
 	var at dirState
 	if len(found) == 0 {
@@ -274,18 +273,53 @@ func (p *MigrationPlan) generator(at dirState, o MigrationOptions) error {
 		return err
 	}
 	var content []byte
-	suffix := migrationdir.NativeSuffix
+	suffix, name := migrationdir.NativeSuffix, "sfgen_native"
 	if o.Generator == SQL {
 		content, err = native.SQLGeneratorFile(mo, gen)
-		suffix = migrationdir.SQLGeneratorSuffix
+		suffix, name = migrationdir.SQLGeneratorSuffix, "sfgen_sql_generator"
 	} else {
 		content, err = native.MigrationFile(mo, gen)
 	}
 	if err != nil {
 		return &UsageError{err}
 	}
-	p.file(suffix, content)
+	if p.Format == migrationdir.Goose {
+		p.file(suffix, content)
+		return nil
+	}
+	header, up, down, err := gooseSections(content)
+	if err != nil {
+		return err
+	}
+	files, err := p.Format.Files(name, header, up, down)
+	if err != nil {
+		return err
+	}
+	p.Steps = append(p.Steps, MigrationStep{Suffix: files[0].Suffix, Content: files[0].Content, More: files[1:]})
 	return nil
+}
+
+// gooseAnnotation is a line of goose's that marks a statement with
+// semicolons inside (a DO block, a function) for goose's splitter; the
+// other tools send a section whole and need none.
+var gooseAnnotation = regexp.MustCompile(`(?m)^-- \+goose Statement(Begin|End)\n`)
+
+// gooseSections splits a goose migration that package native renders
+// whole into its header (the comment block before "-- +goose Up"), its Up
+// and its Down, without goose's annotations, for Format.Files to lay out
+// in another tool's format: the same SQL, each direction run in the
+// tool's one transaction as goose runs it in its own.
+func gooseSections(content []byte) (header, up, down []byte, err error) {
+	h, rest, ok := strings.Cut(string(content), "\n-- +goose Up\n")
+	u, d, ok2 := strings.Cut(rest, "\n-- +goose Down\n")
+	if !ok || !ok2 {
+		return nil, nil, nil, errors.New("internal error: a generator switch without goose's Up and Down sections")
+	}
+	u, d = gooseAnnotation.ReplaceAllString(u, ""), gooseAnnotation.ReplaceAllString(d, "")
+	if strings.Contains(u+d, "+goose") {
+		return nil, nil, nil, errors.New("internal error: a goose annotation left in a generator switch for another tool")
+	}
+	return []byte(strings.TrimRight(h, "\n") + "\n"), []byte(u), []byte(d), nil
 }
 
 // describeLayout names l for messages as the CLI does: a preset by its

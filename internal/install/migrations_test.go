@@ -61,7 +61,13 @@ func TestPlanMigrations(t *testing.T) {
 		{name: "fresh dir, tern", o: MigrationOptions{SQL: fresh, Format: migrationdir.Tern, FormatSet: true},
 			want: []string{"_sfgen_snowflake.sql"}},
 		{name: "fresh dir, dbmate, native", o: MigrationOptions{Dir: "db", SQL: fresh, Format: migrationdir.Dbmate, FormatSet: true, Generator: Native, NativeDir: "/srv/sfgen"},
-			usage: true, err: "--native writes goose migrations only"},
+			want: []string{"_sfgen_snowflake.sql", "_sfgen_native.sql"}},
+		{name: "fresh dir, golang-migrate, native", o: MigrationOptions{Dir: "db", SQL: fresh, Format: migrationdir.GolangMigrate, FormatSet: true, Generator: Native, NativeDir: "/srv/sfgen"},
+			want: []string{"_sfgen_snowflake.up.sql", "_sfgen_native.up.sql"}},
+		{name: "tern dir, native after an upgrade", found: []migrationdir.Found{tool(migrationdir.Tern, 7)}, o: MigrationOptions{SQL: fresh, Generator: Native, NativeDir: "/srv/sfgen"},
+			want: []string{fmt.Sprintf("_sfgen_release_%d.sql", latest), "_sfgen_native.sql"}},
+		{name: "tern dir, --native=false after native", found: []migrationdir.Found{tool(migrationdir.Tern, latest), {Name: "2_sfgen_native.sql", Version: 2, Release: latest, Schema: "ids", Layout: twitter, Generator: "native", Library: lib, Format: migrationdir.Tern}}, o: MigrationOptions{SQL: fresh, Generator: SQL},
+			want: []string{"_sfgen_sql_generator.sql"}},
 		{name: "dbmate dir, upgrade in its format", found: []migrationdir.Found{tool(migrationdir.Dbmate, 7)}, o: MigrationOptions{SQL: fresh},
 			want: []string{fmt.Sprintf("_sfgen_release_%d.sql", latest)}},
 		{name: "golang-migrate dir, upgrade in its format", found: []migrationdir.Found{tool(migrationdir.GolangMigrate, 7)}, o: MigrationOptions{SQL: fresh},
@@ -243,5 +249,59 @@ func TestMigrationWriterVersions(t *testing.T) {
 	}
 	if _, err := NewMigrationWriter(filepath.Join(dir, "missing"), true).Write("_f.sql", nil); !errors.As(err, &ue) {
 		t.Errorf("missing dir: %v; want a usage error", err)
+	}
+}
+
+// TestNativeSwitchFormats: the native switch and the switch back, in each
+// format but goose's, are the goose files' header and sections laid out
+// as Format.Files lays out the release line's: the same SQL, without
+// goose's annotations, which the other tools do not read.
+func TestNativeSwitchFormats(t *testing.T) {
+	fresh := sqlgen.Options{Schema: "ids", Layout: snowflake.Twitter(), UnsetNode: true}
+	gooseFiles := map[Choice][]byte{}
+	for _, gen := range []Choice{Native, SQL} {
+		found := []migrationdir.Found{}
+		if gen == SQL {
+			lib := filepath.Join(NativeDir("/srv/sfgen", snowflake.Twitter().String()), native.Library)
+			found = []migrationdir.Found{{Name: "1_sfgen_snowflake.sql", Version: 1, Release: sqlgen.Latest, Schema: "ids", Layout: snowflake.Twitter().String()},
+				{Name: "2_sfgen_native.sql", Version: 2, Release: sqlgen.Latest, Schema: "ids", Layout: snowflake.Twitter().String(), Generator: "native", Library: lib}}
+		}
+		for _, f := range migrationdir.Formats {
+			for i := range found {
+				found[i].Format = f
+			}
+			p, err := planMigrations(found, MigrationOptions{SQL: fresh, Generator: gen, NativeDir: "/srv/sfgen", Format: f, FormatSet: len(found) == 0})
+			if err != nil {
+				t.Fatalf("%s %v: %v", f, gen, err)
+			}
+			s := p.Steps[len(p.Steps)-1]
+			if f == migrationdir.Goose {
+				gooseFiles[gen] = s.Content
+				continue
+			}
+			header, up, down, err := gooseSections(gooseFiles[gen])
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(s.Suffix, "_"), ".up.sql"), ".sql")
+			want, err := f.Files(name, header, up, down)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := append([]migrationdir.File{{Suffix: s.Suffix, Content: s.Content}}, s.More...)
+			if len(got) != len(want) {
+				t.Fatalf("%s %v: %d files, want %d", f, gen, len(got), len(want))
+			}
+			all := ""
+			for i := range got {
+				if got[i].Suffix != want[i].Suffix || string(got[i].Content) != string(want[i].Content) {
+					t.Errorf("%s %v: file %d is %s, want %s with the goose file's sections", f, gen, i, got[i].Suffix, want[i].Suffix)
+				}
+				all += string(got[i].Content)
+			}
+			if strings.Contains(all, "+goose") || !strings.Contains(all, "DO $sfgen_native$") || !strings.Contains(all, "DROP FUNCTION IF EXISTS \"ids\".snowflake_next_id_c(bigint);") {
+				t.Errorf("%s %v: a goose annotation, or no switch or switch back:\n%s", f, gen, all)
+			}
+		}
 	}
 }
