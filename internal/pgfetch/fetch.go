@@ -80,11 +80,18 @@ type Fetcher struct {
 	Log io.Writer
 }
 
-// DefaultDir is the cache directory: os.UserCacheDir()/sfgen/postgres, or
-// /var/cache/sfgen/postgres when running as root (whose server runs as the
-// OS user postgres, which must read the binaries and cannot enter root's
-// home).
+// DirEnv names the environment variable that, when set, is the cache
+// directory in place of DefaultDir's own choice.
+const DirEnv = "SFGEN_PG_FETCH_DIR"
+
+// DefaultDir is the cache directory: $SFGEN_PG_FETCH_DIR when set, else
+// os.UserCacheDir()/sfgen/postgres, or /var/cache/sfgen/postgres when
+// running as root (whose server runs as the OS user postgres, which must
+// read the binaries and cannot enter root's home).
 func DefaultDir() (string, error) {
+	if dir := os.Getenv(DirEnv); dir != "" {
+		return dir, nil
+	}
 	if os.Geteuid() == 0 {
 		return "/var/cache/sfgen/postgres", nil
 	}
@@ -174,7 +181,7 @@ func (f *Fetcher) Fetch(ctx context.Context, pin Pin) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", &Error{"create the cache for", pin, url, err}
 	}
-	if f.Dir == "" && os.Geteuid() == 0 {
+	if f.Dir == "" && os.Getenv(DirEnv) == "" && os.Geteuid() == 0 {
 		// The server runs as postgres and must pass through, whatever
 		// the umask made of it.
 		os.Chmod(dir, 0o755)

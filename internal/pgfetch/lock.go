@@ -16,9 +16,10 @@
 // # The cache
 //
 // [Fetcher.Fetch] unpacks a package into DIR/PLATFORM-VERSION, where DIR
-// is [DefaultDir] unless the Fetcher names another: os.UserCacheDir()/
-// sfgen/postgres, or /var/cache/sfgen/postgres for root, whose server runs
-// as the OS user postgres (package pgcluster), which cannot enter /root.
+// is [DefaultDir] unless the Fetcher names another: $SFGEN_PG_FETCH_DIR,
+// else os.UserCacheDir()/sfgen/postgres, or /var/cache/sfgen/postgres for
+// root, whose server runs as the OS user postgres (package pgcluster),
+// which cannot enter /root.
 // It fetches into a temporary file, checks the digest, unpacks into a
 // temporary directory beside the final one, recreates the package's
 // library links (native/pg-symlinks.json), checks that bin/postgres runs,

@@ -49,6 +49,7 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -57,6 +58,8 @@ import (
 	"io"
 	"net/url"
 	"os"
+	osexec "os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -387,4 +390,36 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// HideServer returns the command that runs a program (its arguments
+// follow) with this machine's PostgreSQL server binaries hidden, as
+// .ci/run's second run hides them: in a mount namespace of its own, with
+// an empty tmpfs over /usr/lib/postgresql (as root, or else in a user
+// namespace where the kernel allows one). It returns an empty command when
+// there is no /usr/lib/postgresql to hide, and skips t where hiding is
+// not possible here, failing it instead under CI=true. The caller removes
+// $DATABASE_URL and $SFGEN_PG_BIN from the program's environment.
+func HideServer(t testing.TB) []string {
+	t.Helper()
+	const root = "/usr/lib/postgresql"
+	if _, err := os.Stat(root); os.IsNotExist(err) {
+		return nil
+	}
+	script := `mount -t tmpfs -o size=1m sfgen-no-server ` + root + ` && exec "$@"`
+	var hide []string
+	if os.Geteuid() == 0 {
+		hide = []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"}
+	} else {
+		hide = []string{"unshare", "--user", "--map-current-user", "--mount", "--", "sh", "-c", script, "sh"}
+	}
+	probe := append(slices.Clone(hide), "sh", "-c", `! ls -A `+root+` | grep -q .`)
+	if out, err := osexec.Command(probe[0], probe[1:]...).CombinedOutput(); err != nil {
+		why := fmt.Sprintf("cannot hide %s here (%s: %v: %s)", root, strings.Join(hide[:len(hide)-4], " "), err, bytes.TrimSpace(out))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	return hide
 }
