@@ -100,6 +100,7 @@ Examples:
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("bench", benchHelp, stdout, stderr)
 	dsnFlag := c.fs.String("dsn", "", dsnThrowawayHelp)
+	fetchPG := c.fs.Bool("fetch-postgres", false, fetchHelp)
 	schema := c.schemaVar("schema `NAME` that holds snowflake_next_id()")
 	lf, code, done := c.layoutVar(args)
 	if done {
@@ -166,7 +167,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		}
 		return nil
 	}
-	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, prepare)
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, *fetchPG, lf.layout, *schema, prepare)
 	if !ok {
 		return code
 	}

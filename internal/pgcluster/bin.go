@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/sfgen/sfgen/internal/pgfetch"
 )
 
 // ErrNoServer is wrapped by the error [Start] returns when it finds no
@@ -94,7 +96,32 @@ func FindBinDir(override string) (string, error) {
 	} else {
 		looked = append(looked, "PATH")
 	}
+
+	if dir, where := fetched(); dir != "" {
+		return dir, nil
+	} else if where != "" {
+		looked = append(looked, where)
+	}
 	return "", noServer(looked)
+}
+
+// fetched returns the bin directory of the server package pgfetch fetched
+// into its cache earlier, when it is there, and otherwise "" and where it
+// would be ("" when this platform has none pinned).
+func fetched() (dir, where string) {
+	pin, err := pgfetch.Default()
+	if err != nil {
+		return "", ""
+	}
+	f := &pgfetch.Fetcher{}
+	if dir := f.Cached(pin); dir != "" {
+		return dir, ""
+	}
+	target, err := f.Target(pin)
+	if err != nil {
+		return "", ""
+	}
+	return "", target + " (PostgreSQL fetched by sfgen)"
 }
 
 func noServer(looked []string) error {
@@ -143,18 +170,25 @@ func hasServer(dir string) bool {
 }
 
 // NoDevelopmentFiles says why no extension can be built for the server
-// binaries $SFGEN_PG_BIN names, or returns "" when it is unset or the
-// directory has pg_config beside them. Server binaries without pg_config
+// binaries $SFGEN_PG_BIN names, or those [FindBinDir] finds in pgfetch's
+// cache, or returns "" for any other or when the directory has pg_config
+// beside them. Server binaries without pg_config
 // (.ci/postgres-majors' packages of other majors) come without headers
 // either: a library built with another major's pg_config would not load
 // into them, so the tests that build one skip with this reason.
 func NoDevelopmentFiles() string {
 	dir := os.Getenv(BinEnv)
+	where := "$" + BinEnv + "=" + dir
 	if dir == "" {
-		return ""
+		// The same packages, fetched by sfgen where there was no server.
+		d, err := FindBinDir("")
+		if fd, _ := fetched(); err != nil || d != fd {
+			return ""
+		}
+		dir, where = d, d+" (fetched by sfgen)"
 	}
 	if fi, err := os.Stat(filepath.Join(dir, "pg_config")); err == nil && !fi.IsDir() {
 		return ""
 	}
-	return fmt.Sprintf("the server binaries in $%s=%s have no pg_config and no headers, so no extension can be built against them (the native generator is tested on a server with its development files, Debian's)", BinEnv, dir)
+	return fmt.Sprintf("the server binaries in %s have no pg_config and no headers, so no extension can be built against them (the native generator is tested on a server with its development files, Debian's)", where)
 }

