@@ -7,11 +7,15 @@ func Statements() ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	reads, err := render("reads", nil)
+	reads, err := render("reads", readsData)
 	if err != nil {
 		return nil, err
 	}
-	out := []string{functions, reads}
+	copies, err := render("citus_copies", nil)
+	if err != nil {
+		return nil, err
+	}
+	out := []string{functions, reads, copies}
 	for _, name := range []string{"control_permitted", "system_identifier", "database"} {
 		stmt, err := render(name, nil)
 		if err != nil {

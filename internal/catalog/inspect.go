@@ -246,7 +246,7 @@ func inspectOnce(ctx context.Context, q Querier, schema Schema) (_ Installed, ch
 	if !in.functions[FuncLayout] && in.Node.State != NodeSet {
 		return in, false, nil
 	}
-	reads, err := render("reads", struct{ NodeBitsText, NodeBitsFenced string }{NodeBitsText, NodeBitsFenced})
+	reads, err := render("reads", readsData)
 	if err != nil {
 		return Installed{}, false, err
 	}
@@ -285,6 +285,10 @@ func lines(s string) []string {
 	}
 	return strings.Split(s, "\n")
 }
+
+// readsData is what the "reads" statement is rendered with: the forms of
+// snowflake_node_bits()'s body that it reads the node from.
+var readsData = struct{ NodeBitsText, NodeBitsFenced string }{NodeBitsText, NodeBitsFenced}
 
 func render(name string, data any) (string, error) {
 	var b bytes.Buffer
