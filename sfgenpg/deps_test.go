@@ -36,8 +36,8 @@ func TestDependencies(t *testing.T) {
 	slices.Sort(own)
 	want := []string{"github.com/sfgen/sfgen", "github.com/sfgen/sfgen/internal/catalog", "github.com/sfgen/sfgen/internal/idkit",
 		"github.com/sfgen/sfgen/internal/install", "github.com/sfgen/sfgen/internal/leasegen",
-		"github.com/sfgen/sfgen/internal/migrationdir", "github.com/sfgen/sfgen/internal/native", "github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/pgmajor",
-		"github.com/sfgen/sfgen/internal/sqlgen", "github.com/sfgen/sfgen/internal/sqlstate", "github.com/sfgen/sfgen/native", "github.com/sfgen/sfgen/sfgenpg"}
+		"github.com/sfgen/sfgen/internal/migrationdir", "github.com/sfgen/sfgen/internal/native", "github.com/sfgen/sfgen/internal/otherscode", "github.com/sfgen/sfgen/internal/pgident", "github.com/sfgen/sfgen/internal/pgmajor",
+		"github.com/sfgen/sfgen/internal/resume", "github.com/sfgen/sfgen/internal/sqlgen", "github.com/sfgen/sfgen/internal/sqlstate", "github.com/sfgen/sfgen/native", "github.com/sfgen/sfgen/sfgenpg"}
 	if !slices.Equal(own, want) {
 		t.Errorf("sfgenpg's own dependencies: %v, want %v", own, want)
 	}

@@ -1266,6 +1266,11 @@ func TestReleasesRunAgainOrOutOfOrder(t *testing.T) {
 			for k, v := range fresh[r] {
 				if _, ok := fresh[1][k]; !ok {
 					want[k] = v // what only release r has
+				} else if k == "function <schema>.snowflake_node_bits()" {
+					// Release 1's script sets a node only where there is
+					// none: the node's function stays release r's (from
+					// release 8, its body behind the Citus fence).
+					want[k] = v
 				} else if strings.HasPrefix(k, "function ") {
 					// CREATE OR REPLACE keeps a function's privileges:
 					// release r's (from release 8, none of PUBLIC's).
