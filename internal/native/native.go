@@ -33,6 +33,7 @@ import (
 	snowflake "github.com/sfgen/sfgen"
 	"github.com/sfgen/sfgen/internal/idkit"
 	"github.com/sfgen/sfgen/internal/sqlgen"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 	nativesrc "github.com/sfgen/sfgen/native"
 )
 
@@ -104,6 +105,7 @@ type headerData struct {
 	SequenceBits, NodeBits, TimestampShift uint
 	DueMs                                  int64
 	TimestampError                         string // a C string literal, a format with one %lld
+	NativeLayoutState                      string // sqlstate.NativeLayout
 }
 
 // Header renders the C header of l's constants. The zero Layout is an
@@ -128,6 +130,8 @@ func Header(l snowflake.Layout) ([]byte, error) {
 		TimestampShift: l.Shift(snowflake.FieldTimestamp),
 		DueMs:          sqlgen.CatchUpDue.Milliseconds(),
 		TimestampError: cString(msg),
+
+		NativeLayoutState: sqlstate.NativeLayout,
 	}
 	var b bytes.Buffer
 	if err := header.Execute(&b, d); err != nil {

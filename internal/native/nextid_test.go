@@ -13,6 +13,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -23,10 +25,12 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	snowflake "github.com/sfgen/sfgen"
+	"github.com/sfgen/sfgen/internal/native"
 	"github.com/sfgen/sfgen/internal/pgcluster"
 	"github.com/sfgen/sfgen/internal/pgcluster/pgtest"
 	"github.com/sfgen/sfgen/internal/sqlgen"
 	"github.com/sfgen/sfgen/internal/sqlgen/generatortest"
+	"github.com/sfgen/sfgen/internal/sqlstate"
 )
 
 // TestNativeMixedWithSQL: the C and the SQL generator of one schema, at
@@ -582,4 +586,76 @@ func TestNativeProcedureAcrossCommits(t *testing.T) {
 			t.Errorf("call %d: ID %d of node %d/%d; want node %v, above the one before", i+1, id, d.Datacenter, d.Machine, want)
 		}
 	}
+}
+
+// TestNativeLibraryOfAnotherLayout (issue 44): a library built for
+// Discord's layout, copied over the file of a Twitter schema's library,
+// makes no ID in a new backend: SQLSTATE SF302, naming the library, both
+// layouts and the fix, the state unmoved. (Before, it made IDs that
+// decode, in Twitter's layout, to other times, below IDs already made.)
+// The backend that loaded the right file before keeps it, as the server
+// keeps a loaded library.
+func TestNativeLibraryOfAnotherLayout(t *testing.T) {
+	ctx := context.Background()
+	dir, err := os.MkdirTemp("", "sfnative-swap")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil { // the server, another user, reads the library
+		t.Fatal(err)
+	}
+	// As cp to a new file and mv over the old: the backends that mapped
+	// the old file keep it (writing into a library a backend has mapped
+	// crashes that backend, and the server restarts every session).
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to+".new", b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(to+".new", to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	so := filepath.Join(dir, native.PortableName(tw)+".so")
+	copyFile(library(t, tw), so)
+	discord := library(t, snowflake.Discord())
+	dsn := pgtest.DSN(t)
+	conn := connect(t, dsn)
+	installScript(t, conn, sqlgen.Options{Layout: tw, Datacenter: 1, Machine: 2})
+	if err := native.Install(ctx, conn, "public", so); err != nil {
+		t.Fatal(err)
+	}
+	next := func(c *pgx.Conn) (int64, error) {
+		var id int64
+		err := c.QueryRow(ctx, "SELECT snowflake_next_id()").Scan(&id)
+		return id, err
+	}
+	if _, err := next(connect(t, dsn)); err != nil {
+		t.Fatalf("the right library, a new backend: %v", err)
+	}
+	state := func() int64 { return queryInt(t, conn, "SELECT last_value FROM snowflake_state") }
+	copyFile(discord, so)
+	before := state()
+	_, err = next(connect(t, dsn))
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) || pe.Code != sqlstate.NativeLayout || !strings.Contains(pe.Message, so) ||
+		!strings.Contains(pe.Message, "built for layout "+snowflake.Discord().String()) || !strings.Contains(pe.Message, "layout is "+tw.String()) ||
+		!strings.Contains(pe.Hint, "sfgen install --schema public --native") {
+		t.Fatalf("Discord's library over Twitter's, a new backend: %v (hint %q); want SQLSTATE %s naming the library, both layouts and the fix", err, hint(pe), sqlstate.NativeLayout)
+	}
+	if after := state(); after != before {
+		t.Errorf("the state moved from %d to %d: an ID was made", before, after)
+	}
+}
+
+func hint(pe *pgconn.PgError) string {
+	if pe == nil {
+		return ""
+	}
+	return pe.Hint
 }

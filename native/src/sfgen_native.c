@@ -528,6 +528,56 @@ sequence_tuple(SfSeq *seq, Buffer buf, HeapTuple tuple)
 }
 
 /*
+ * The schema's layout (its snowflake_layout(), sfgen's: owned by owner)
+ * against the one this library was built for, SF_LAYOUT. The library's
+ * file is named for its layout, but an operator can copy another over it;
+ * its IDs would then decode, in the schema's layout, to other times and
+ * nodes, below IDs already made. Once per lookup of the site (a backend's
+ * first call, and after an invalidation), not per call. self is this
+ * function's pg_proc row, for the library's path.
+ */
+static void
+check_layout(HeapTuple self, Oid nsp, Oid owner)
+{
+	oidvector  *noargs = buildoidvector(NULL, 0);
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	Oid			fn;
+	char	   *layout;
+	Datum		bin;
+	bool		isnull;
+
+	tup = SearchSysCache3(PROCNAMEARGSNSP, CStringGetDatum("snowflake_layout"),
+						  PointerGetDatum(noargs), ObjectIdGetDatum(nsp));
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("sfgen native: function %s.snowflake_layout() does not exist", nsp_name(nsp)),
+				 errhint("The native snowflake_next_id() uses the objects of sfgen release %d or later in its own schema; install sfgen there first.",
+						 SF_RELEASE)));
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	if (proc->prorettype != TEXTOID || proc->proretset || proc->proowner != owner)
+		ereport(ERROR,
+				(errcode(ERRCODE_WRONG_OBJECT_TYPE),
+				 errmsg("sfgen native: function %s.snowflake_layout() is not sfgen's (one text, owned by %s, who owns snowflake_next_id())",
+						nsp_name(nsp), GetUserNameFromId(owner, true))));
+	fn = proc->oid;
+	ReleaseSysCache(tup);
+	layout = TextDatumGetCString(OidFunctionCall0(fn));
+	if (strcmp(layout, SF_LAYOUT) == 0)
+		return;
+	bin = SysCacheGetAttr(PROCOID, self, Anum_pg_proc_probin, &isnull);
+	ereport(ERROR,
+			(errcode(MAKE_SQLSTATE(SF_SQLSTATE_NATIVE_LAYOUT[0], SF_SQLSTATE_NATIVE_LAYOUT[1],
+								   SF_SQLSTATE_NATIVE_LAYOUT[2], SF_SQLSTATE_NATIVE_LAYOUT[3],
+								   SF_SQLSTATE_NATIVE_LAYOUT[4])),
+			 errmsg("sfgen native: the library %s was built for layout %s, but schema %s's layout is %s: it makes no IDs there",
+					isnull ? "?" : TextDatumGetCString(bin), SF_LAYOUT, nsp_name(nsp), layout),
+			 errhint("Build and install the native generator for the schema's layout again: sfgen install --schema %s --native (or --native=false for the SQL generator).",
+					 nsp_name(nsp))));
+}
+
+/*
  * Looks up (again) what the function needs, and takes the sequences'
  * locks for this transaction. The site is valid only once all of it is
  * done: an error midway leaves it to be looked up again.
@@ -549,6 +599,7 @@ check_site(SfSite *site)
 	self = (Form_pg_proc) GETSTRUCT(tup);
 	nsp = self->pronamespace;
 	owner = self->proowner;
+	check_layout(tup, nsp, owner);
 	ReleaseSysCache(tup);
 
 	site->state.relid = lookup_relation("snowflake_state", RELKIND_SEQUENCE, "sequence", nsp, owner);

@@ -13,6 +13,8 @@
 #define SF_LAYOUT "epoch=1600000000000 timestamp=41 datacenter=6 machine=6 sequence=10"
 /* The SQL release whose state protocol the C code follows. */
 #define SF_RELEASE 7
+/* The SQLSTATE of a library whose layout is not its schema's (internal/sqlstate). */
+#define SF_SQLSTATE_NATIVE_LAYOUT "SF302"
 
 #define SF_EPOCH INT64CONST(1600000000000)
 #define SF_SEQUENCE_BITS 10
