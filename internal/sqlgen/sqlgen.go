@@ -62,6 +62,15 @@ var funcs = template.FuncMap{
 	"idMaking": func(schema string, grant bool) idMaking { return idMaking{schema, grant} },
 	// list is its arguments, to range over.
 	"list": func(s ...string) []string { return s },
+	// nodeBits is the argument of next_id.sql.tmpl's replace_node_bits.
+	"nodeBits": func(d *templateData, bits string) nodeBits { return nodeBits{d, bits} },
+}
+
+// A nodeBits is what replace_node_bits writes: d's schema's
+// snowflake_node_bits() returning the PL/pgSQL expression Bits.
+type nodeBits struct {
+	Data *templateData
+	Bits string
 }
 
 // An idMaking is what id_making_privileges grants (Grant) or revokes: the
