@@ -660,11 +660,13 @@ COMMENT ON FUNCTION "public".snowflake_last_id(pg_catalog.timestamptz) IS
 -- session moves the state up to clock_timestamp() in snowflake_next_state(),
 -- with setval() to at least the clock's millisecond, while it has the
 -- catch-up's turn (below). The sequence snowflake_caught_up holds the
--- millisecond of the last catch-up, and 0 while one runs.
+-- fast path's deadline, the last catch-up's millisecond + 7 (release 8;
+-- before, the millisecond itself), and 0 while one runs.
 --
--- Fast path: snowflake_next_id() reads snowflake_caught_up; while the last
--- catch-up is recent (under 7 ms old), nextval() alone makes the ID: no lock, no
--- write but the sequence's own (one WAL record per 32 IDs). Its
+-- Fast path: snowflake_next_id() reads snowflake_caught_up; while the
+-- clock is before that deadline (the last catch-up under 7 ms old),
+-- nextval() alone makes the ID: no lock, no write but the sequence's own
+-- (one WAL record per 32 IDs). Its
 -- millisecond is then at least the catch-up's, so at most ~8 ms behind
 -- the clock; or ahead of the clock, when the clock stepped back or IDs
 -- were borrowed: it carries on from the highest ID issued, without
@@ -1402,7 +1404,9 @@ BEGIN
             wait := state OPERATOR(pg_catalog.<) ((now_ms OPERATOR(pg_catalog.-) 9) OPERATOR(pg_catalog.<<) 12);
             -- Good enough (a little behind, or ahead of the clock), and no
             -- catch-up due (another session did one meanwhile).
-            EXIT WHEN NOT wait AND guard OPERATOR(pg_catalog.>) (now_ms OPERATOR(pg_catalog.-) 6);
+            -- (The guard is the fast path's deadline, the last catch-up's
+            -- millisecond + 7: one is due 6 ms after it.)
+            EXIT WHEN NOT wait AND guard OPERATOR(pg_catalog.>) (now_ms OPERATOR(pg_catalog.+) 1);
         END IF;
         -- The turn: the key's row, unless another transaction holds it
         -- (SKIP LOCKED: no waiting), and the key still the one read above.
@@ -1416,7 +1420,7 @@ BEGIN
             now_ms := pg_catalog.trunc(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint;
             -- A catch-up cut short (the guard 0), or the last one not
             -- recent: catch up. (Else another session just did.)
-            IF guard IS NULL OR guard OPERATOR(pg_catalog.=) 0 OR guard OPERATOR(pg_catalog.<=) (now_ms OPERATOR(pg_catalog.-) 6) THEN
+            IF guard IS NULL OR guard OPERATOR(pg_catalog.=) 0 OR guard OPERATOR(pg_catalog.<=) (now_ms OPERATOR(pg_catalog.+) 1) THEN
                 -- An upper bound on the backends that can be running
                 -- snowflake_next_id() at once. (Worked out before the guard
                 -- goes to 0, to keep that time short.)
@@ -1448,7 +1452,7 @@ BEGIN
                     last := pg_catalog.nextval(state_seq);
                 END LOOP;
             END IF; -- else it is at the clock or ahead of it: leave it be.
-                discard := pg_catalog.setval(guard_seq, now_ms);
+                discard := pg_catalog.setval(guard_seq, now_ms OPERATOR(pg_catalog.+) 7);
             END IF;
             -- Pass the turn on: this transaction holds the row until it
             -- ends, which may be long after this call. The next turn's row
@@ -1540,7 +1544,7 @@ BEGIN
     IF pg_catalog.pg_sequence_last_value(state_seq) IS NULL THEN
         now_ms := pg_catalog.trunc(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint;
         discard := pg_catalog.setval(state_seq, (now_ms OPERATOR(pg_catalog.<<) 12) OPERATOR(pg_catalog.-) 1);
-        discard := pg_catalog.setval(guard_seq, now_ms);
+        discard := pg_catalog.setval(guard_seq, now_ms OPERATOR(pg_catalog.+) 7);
         IF COALESCE(pg_catalog.current_setting('sfgen.from_release', true), '') OPERATOR(pg_catalog.<>) '1' THEN
             discard := pg_catalog.setval(old_guard_seq, 0);
         END IF;
@@ -1556,14 +1560,17 @@ $do$;
 -- or overloads later. CASE tests its condition first: the guard is read
 -- before nextval(). A NULL guard (never set, or an unlogged sequence after
 -- a crash) or 0 (a catch-up running) fails the test and so takes the slow
--- path. Once the last catch-up is 7 ms old, each call takes the slow
--- path, which catches up (the first) or, finding the turn taken, uses the
--- value it took (SKIP LOCKED: none queues). (Releases 2 to 5 sent a call there
+-- path. Once the clock reaches the guard's deadline (the last catch-up
+-- 7 ms old), each call takes the slow path, which catches up (the
+-- first) or, finding the turn taken, uses the value it took (SKIP LOCKED:
+-- none queues). (Releases 2 to 5 sent a call there
 -- with a chance that grew from 0 at 6 ms to 1 at 8 ms, with random():
 -- three more calls in the expression, whose set-up every execution of an
--- INSERT pays, ~2,400 instructions of a single-row INSERT's.) The clock
--- here only decides that, so a float is precise enough; the time in the
--- ID comes from the state. An expression
+-- INSERT pays, ~2,400 instructions of a single-row INSERT's. Releases 6
+-- and 7 kept the catch-up's millisecond and added 7 here: one more
+-- call, ~800 instructions of a single-row INSERT's.) The clock here only
+-- decides that, so a float is precise enough; the time in the ID comes
+-- from the state. An expression
 -- has no variables, so the state is used once: the node's bits, masked to
 -- their width by the cast to bit(10), go with overlay() into the low 54
 -- bits of the state less the epoch's (all of an ID's bits but the node's;
@@ -1577,8 +1584,8 @@ LANGUAGE sql VOLATILE PARALLEL UNSAFE
 RETURN pg_catalog.overlay(
     ((CASE
         WHEN pg_catalog.clock_timestamp() OPERATOR(pg_catalog.<) pg_catalog.to_timestamp(
-                (pg_catalog.pg_sequence_last_value('"public".snowflake_caught_up'::pg_catalog.regclass)::pg_catalog.float8
-                    OPERATOR(pg_catalog.+) 7) OPERATOR(pg_catalog./) 1000)
+                pg_catalog.pg_sequence_last_value('"public".snowflake_caught_up'::pg_catalog.regclass)::pg_catalog.float8
+                    OPERATOR(pg_catalog./) 1000)
             THEN pg_catalog.nextval('"public".snowflake_state'::pg_catalog.regclass)
         ELSE "public".snowflake_next_state()
     END) OPERATOR(pg_catalog.-) 5279068056195072)::bit(54),
@@ -2398,7 +2405,7 @@ BEGIN
                     last := pg_catalog.nextval(state_seq);
                 END LOOP;
             END IF; -- else it is at the clock or ahead of it: leave it be.
-    discard := pg_catalog.setval(guard_seq, now_ms);
+    discard := pg_catalog.setval(guard_seq, now_ms OPERATOR(pg_catalog.+) 7);
 END
 $do$;
 

@@ -370,7 +370,7 @@ func TestHeaderMatchesSQL(t *testing.T) {
 		for _, c := range []struct{ sql, what string }{
 			{"MAXVALUE " + def("SF_MAX_STATE") + " START WITH 0", "the state's MAXVALUE"},
 			{"OPERATOR(pg_catalog.-) " + def("SF_MIN_STATE") + ")::bit(", "the state of the first ID"},
-			{"::pg_catalog.float8\n                    OPERATOR(pg_catalog.+) " + def("SF_DUE_MS") + ") OPERATOR(pg_catalog./) 1000)", "the fast path's window"},
+			{"snowflake_caught_up'::pg_catalog.regclass)::pg_catalog.float8\n                    OPERATOR(pg_catalog./) 1000)", "the fast path's deadline, the guard itself"},
 			{"::bit(" + def("SF_NODE_BITS") + ")", "the node's width"},
 			{"state OPERATOR(pg_catalog.>>) " + def("SF_SEQUENCE_BITS"), "the sequence's width"},
 			{"'" + l.String() + "'", "the layout"},

@@ -40,8 +40,10 @@ import (
 // Release is the SQL release whose state protocol the C code follows.
 // Release 7 catches up in turns and reads a guard of its own
 // (snowflake_caught_up); the C code reads that guard and calls its
-// snowflake_next_state() for the slow path.
-const Release = 7
+// snowflake_next_state() for the slow path. Release 8's guard holds the
+// fast path's deadline (the catch-up's millisecond + sqlgen.CatchUpDue)
+// rather than the millisecond.
+const Release = 8
 
 // Releases are the SQL releases the native generator installs over:
 // Release to sqlgen.Latest, whose snowflake_next_id(),
@@ -103,7 +105,6 @@ type headerData struct {
 	Release                                int
 	Epoch, MaxSequence, MinState, MaxState int64
 	SequenceBits, NodeBits, TimestampShift uint
-	DueMs                                  int64
 	TimestampError                         string // a C string literal, a format with one %lld
 	NativeLayoutState                      string // sqlstate.NativeLayout
 }
@@ -128,7 +129,6 @@ func Header(l snowflake.Layout) ([]byte, error) {
 		SequenceBits:   sb,
 		NodeBits:       l.Bits(snowflake.FieldDatacenter) + l.Bits(snowflake.FieldMachine),
 		TimestampShift: l.Shift(snowflake.FieldTimestamp),
-		DueMs:          sqlgen.CatchUpDue.Milliseconds(),
 		TimestampError: cString(msg),
 
 		NativeLayoutState: sqlstate.NativeLayout,

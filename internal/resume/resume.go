@@ -337,7 +337,10 @@ func maxes(cs []Column) []snowflake.ID {
 // raise moves the state to Above's state, if it is below, under the
 // catch-up's turn, as a catch-up moves it: the guard at 0 meanwhile, so
 // that no session uses a value taken then but one each that read the
-// guard before.
+// guard before. It leaves the guard at 0, as a catch-up cut short does:
+// the first call after it catches up, with the timing of the schema's own
+// release (release 7's guard holds the catch-up's millisecond, release
+// 8's the fast path's deadline), and until then every call waits for it.
 func raise(ctx context.Context, conn *sql.Conn, in catalog.Installed, r *Report) error {
 	var target int64
 	for _, id := range append([]snowflake.ID{r.After}, maxes(r.Columns)...) {
@@ -392,7 +395,6 @@ func raise(ctx context.Context, conn *sql.Conn, in catalog.Installed, r *Report)
 	}{
 		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, 0)", []any{guard}},
 		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, $2::bigint)", []any{state, target}},
-		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, pg_catalog.trunc(pg_catalog.extract('epoch', pg_catalog.clock_timestamp()) OPERATOR(pg_catalog.*) 1000)::bigint)", []any{guard}},
 		// Pass the turn on, as a catch-up does (to the same row).
 		{"SELECT pg_catalog.setval($1::pg_catalog.regclass, (($2::bigint OPERATOR(pg_catalog./) $3::bigint) OPERATOR(pg_catalog.+) 1) OPERATOR(pg_catalog.*) $3::bigint OPERATOR(pg_catalog.+) $4::bigint)", []any{key, k, int64(sqlgen.CatchUpTurns), slot}},
 	} {

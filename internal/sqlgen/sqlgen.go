@@ -337,6 +337,11 @@ type templateData struct {
 	// behind the clock.
 	CatchUpMs, StaleMs, LagLimitMs int64
 	DueMs                          int64 // from release 6: CatchUpDue
+	// From release 8 the guard holds the fast path's deadline, the last
+	// catch-up's millisecond + DueMs; a catch-up is due CatchUpMs after
+	// the last, when the deadline is at most DueAheadMs (DueMs -
+	// CatchUpMs) ahead of the clock.
+	DueAheadMs int64
 
 	// For the preflight and the step between releases.
 	KnownFunctions, KnownFunctionNames []string
@@ -424,6 +429,7 @@ func newTemplateData(o Options, goose bool) (*templateData, error) {
 		CatchUpMs: CatchUpAfter.Milliseconds(), StaleMs: StaleAfter.Milliseconds(),
 		LagLimitMs: LagLimit.Milliseconds(),
 		DueMs:      CatchUpDue.Milliseconds(),
+		DueAheadMs: (CatchUpDue - CatchUpAfter).Milliseconds(),
 
 		KnownFunctions: catalog.KnownFunctions, KnownFunctionNames: catalog.KnownFunctionNames, MarkedFunctions: catalog.MarkedFunctions,
 		LeaseFunctionNames:  catalog.LeaseFunctionNames,

@@ -1,15 +1,15 @@
 /*
  * sfgen_native.c: snowflake_next_id() in C, for servers that load C
  * extensions. It follows the state protocol of the SQL generator of sfgen
- * release 7 exactly (docs/generator.md), on the same objects, so that C
+ * release 8 exactly (docs/generator.md), on the same objects, so that C
  * and SQL sessions can make IDs from one state at the same time without
  * ever repeating one (docs/native.md has the argument):
  *
  *   - it reads the guard <schema>.snowflake_caught_up's last_value,
  *     before anything else, from its pinned page (without the buffer's
  *     share lock on the fast path: read_guard_unlocked());
- *   - while the last catch-up is recent (the clock before guard + StaleMs -
- *     CatchUpSpreadMs * random(), milliseconds), one nextval() of
+ *   - while the clock is before the guard, the deadline the last catch-up
+ *     set (in milliseconds since 1970), one nextval() of
  *     <schema>.snowflake_state is the state: sequence.c's nextval() for a
  *     sequence of INCREMENT 1, CACHE 1, NO CYCLE, the same change of the
  *     same page under the same buffer lock with the same WAL record, done
@@ -834,13 +834,14 @@ slow_path(SfSite *site)
 }
 
 /*
- * The SQL's test, clock_timestamp() < to_timestamp((guard + DueMs) / 1000),
- * in microseconds. (A guard of 0, a catch-up running, fails it.)
+ * The SQL's test, clock_timestamp() < to_timestamp(guard / 1000), in
+ * microseconds: the guard is the deadline the last catch-up set. (A guard
+ * of 0, a catch-up running, fails it.)
  */
 static inline bool
 fast_path(int64 guard)
 {
-	return (double) (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) < ((double) guard + (double) SF_DUE_MS) * 1000.0;
+	return (double) (GetCurrentTimestamp() + SF_PG_EPOCH_UNIX_US) < (double) guard * 1000.0;
 }
 
 /*
@@ -911,8 +912,9 @@ sfgen_next_id(PG_FUNCTION_ARGS)
 
 /*
  * sfgen_native_release() RETURNS integer: the SQL release whose state
- * protocol this library follows (7: the guard snowflake_caught_up and the
- * SQL slow path), so that an install refuses a library built before it
+ * protocol this library follows (8: the guard snowflake_caught_up, holding
+ * the fast path's deadline, and the SQL slow path; 7 read it as the
+ * catch-up's millisecond), so that an install refuses a library built before it
  * (which has no such function) and an upgrade does not carry one over.
  */
 Datum

@@ -162,8 +162,9 @@ func HeldLocks(t testing.TB, conn *pgx.Conn, pids []uint32) string {
 	return strings.Join(locks, "\n")
 }
 
-// guard is the catch-up guard of conn's public schema: the millisecond of
-// the last catch-up, 0 while one runs (or was cut short).
+// guard is the catch-up guard of conn's public schema: the fast path's
+// deadline (the last catch-up's millisecond + sqlgen.CatchUpDue), 0 while
+// one runs (or was cut short).
 func guard(t testing.TB, conn *pgx.Conn) int64 {
 	t.Helper()
 	return QueryInt(t, conn, "SELECT pg_sequence_last_value('snowflake_caught_up')")

@@ -748,10 +748,13 @@ func catchesUpOncePerPeriod(t *testing.T, g Generator) {
 }
 
 // fastPathWindow: the fast path serves, without a call to the slow path,
-// while the last catch-up is recent (here in the future, as after the
-// clock stepped back), and never once it is sqlgen.StaleAfter old or more
-// (the IDs' time would fall behind the clock) or cut short (the guard at
-// 0): then the call takes the slow path and catches up.
+// while the clock is before the guard, the deadline the last catch-up set
+// (here a minute away, as after the clock stepped back), and never once
+// the clock is past it (the IDs' time would fall behind the clock: the
+// guard a millisecond ago, which release 7, reading the guard as the
+// catch-up's millisecond, took for a catch-up 1 ms old, and a guard
+// sqlgen.StaleAfter ago) or the catch-up was cut short (the guard at 0):
+// then the call takes the slow path and catches up.
 func fastPathWindow(t *testing.T, g Generator) {
 	_, conn := Setup(t, g, sqlgen.Options{Layout: snowflake.Twitter()})
 	QueryInt(t, conn, "SELECT snowflake_next_id()") // a first catch-up
@@ -763,6 +766,7 @@ func fastPathWindow(t *testing.T, g Generator) {
 		catchUp bool
 	}{
 		{"recent", func(now int64) int64 { return now + 60_000 }, false},
+		{"past its deadline", func(now int64) int64 { return now - 1 }, true},
 		{"StaleAfter old", func(now int64) int64 { return now - sqlgen.StaleAfter.Milliseconds() }, true},
 		{"cut short", func(int64) int64 { return 0 }, true},
 	}
