@@ -157,10 +157,11 @@ const (
 )
 
 // CatchUpGuard is the guard sequence release's snowflake_next_id()
-// reads before its nextval(): the millisecond of the last catch-up, 0
-// while one runs. Release 1's is snowflake_state_guard, releases 2 to 6's
-// snowflake_catch_up_guard, and release 7's snowflake_caught_up (each
-// parks the one before: docs/generator.md).
+// reads before its nextval(): the millisecond of the last catch-up (from
+// release 8, the fast path's deadline after it), 0 while one runs.
+// Release 1's is snowflake_state_guard, releases 2 to 6's
+// snowflake_catch_up_guard, and release 7's and 8's snowflake_caught_up
+// (release 8 keeps the older ones at 0: docs/generator.md).
 func CatchUpGuard(release int) string {
 	switch {
 	case release <= 1:
