@@ -10,7 +10,10 @@
 // less as many with explicit ids; besides the call itself it counts what
 // every execution of a statement pays for its default's expression
 // (setting up each function and operator in it), which a bulk INSERT pays
-// once. The SQL and native generators are counted twice:
+// once. A third is per autocommit INSERT: the same single-row INSERTs,
+// each its own transaction, which adds what a default costs once per
+// transaction (its relations' locks, the sequences' first access). The
+// SQL and native generators are counted twice:
 // with the clock frozen by libfaketime, so that no call falls behind the
 // clock and every one takes the fast path (less libfaketime's own
 // instructions per clock read, counted apart), and with the real clock,
@@ -93,6 +96,9 @@ type Figure struct {
 	// PerStatement is what the default adds to a single-row prepared
 	// INSERT, the clock frozen; 0 when Options.Statements is -1.
 	PerStatement float64 `json:"per_statement,omitempty"`
+	// PerAutocommit is the same for such INSERTs each in a transaction
+	// of its own.
+	PerAutocommit float64 `json:"per_autocommit,omitempty"`
 }
 
 // A Report is what Measure found.
@@ -131,11 +137,17 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 	// Frozen an hour back: every state sfgen made since is ahead of it, so
 	// no call catches up.
 	frozen := []string{"LD_PRELOAD=" + faketime, "FAKETIME=" + time.Now().UTC().Add(-time.Hour).Format("2006-01-02 15:04:05"), "TZ=UTC"}
-	run := func(name, statement string, env []string) (Run, error) {
+	// count runs input, statements one a line: in one transaction, ending
+	// with the count of catch-ups in it, or with autocommit each in its
+	// own (no catch-ups counted: the clock is frozen for those).
+	count := func(name, statement string, env []string, autocommit bool) (Run, error) {
 		out := filepath.Join(o.Cluster.Dir(), "callgrind."+name)
 		input := strings.Join([]string{"BEGIN", statement,
 			"SELECT 'catchups=' || COALESCE(pg_catalog.sum(calls), 0) FROM pg_catalog.pg_stat_xact_user_functions WHERE funcname = 'snowflake_next_state'",
 			"COMMIT", ""}, "\n")
+		if autocommit {
+			input = statement + "\n"
+		}
 		text, err := o.Cluster.Single(ctx, o.DB, input, []string{"-c", "track_functions=all"},
 			[]string{"valgrind", "--tool=callgrind", "--callgrind-out-file=" + out}, env)
 		if err != nil {
@@ -145,14 +157,18 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 		if res.Instructions, err = totals(out); err != nil {
 			return Run{}, err
 		}
-		m := catchUpsRE.FindStringSubmatch(text)
-		if m == nil {
-			return Run{}, fmt.Errorf("callgrind: run %s: no catch-up count in the backend's output:\n%s", name, text)
+		if !autocommit {
+			m := catchUpsRE.FindStringSubmatch(text)
+			if m == nil {
+				return Run{}, fmt.Errorf("callgrind: run %s: no catch-up count in the backend's output:\n%s", name, text)
+			}
+			res.CatchUps, _ = strconv.ParseInt(m[1], 10, 64)
 		}
-		res.CatchUps, _ = strconv.ParseInt(m[1], 10, 64)
 		r.Runs = append(r.Runs, res)
 		return res, nil
 	}
+	run := func(name, statement string, env []string) (Run, error) { return count(name, statement, env, false) }
+	autocommit := func(name, statement string) (Run, error) { return count(name, statement, frozen, true) }
 	insert := func(table, id string) string {
 		if id != "" {
 			return fmt.Sprintf("INSERT INTO public.%s (id, c) SELECT %s, g FROM pg_catalog.generate_series(1, %d) g", table, id, o.Rows)
@@ -184,7 +200,7 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 	}
 	r.ClockOverhead = float64(frozenClock.Instructions-realClock.Instructions) / float64(o.Rows)
 	// The baselines, each run once for the tables over it.
-	type baseline struct{ real, frozen, single Run }
+	type baseline struct{ real, frozen, single, autocommit Run }
 	baselines := map[[2]string]baseline{}
 	baselineOf := func(t Table) (baseline, error) {
 		key := [2]string{cmp.Or(t.Plain, o.Plain), cmp.Or(t.PlainID, "g")}
@@ -202,6 +218,9 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 		}
 		if o.Statements > 0 {
 			if b.single, err = run(name+"-single", single(key[0], key[1]), frozen); err != nil {
+				return b, err
+			}
+			if b.autocommit, err = autocommit(name+"-autocommit", single(key[0], key[1])); err != nil {
 				return b, err
 			}
 		}
@@ -228,6 +247,11 @@ func Measure(ctx context.Context, o Options) (*Report, error) {
 				return nil, err
 			}
 			f.PerStatement = float64(sr.Instructions-baseSingle.Instructions) / float64(o.Statements)
+			ar, err := autocommit(t.Name+"-autocommit", single(t.Name, ""))
+			if err != nil {
+				return nil, err
+			}
+			f.PerAutocommit = float64(ar.Instructions-b.autocommit.Instructions) / float64(o.Statements)
 		}
 		if t.FastPath {
 			fr, err := run(t.Name+"-frozen", insert(t.Name, ""), frozen)
@@ -277,7 +301,7 @@ func totals(path string) (int64, error) {
 // WriteText writes r as a table for people.
 func (r *Report) WriteText(w io.Writer) {
 	fmt.Fprintf(w, "instructions per row of a %d-row INSERT ... SELECT, over the same INSERT with explicit ids (callgrind, single-user backend)\n", r.Rows)
-	fmt.Fprintf(w, "%-34s %10s %10s %10s %12s %14s\n", "id default", "per row", "fast path", "catch-ups", "per catch-up", "per statement")
+	fmt.Fprintf(w, "%-34s %10s %10s %10s %12s %14s %15s\n", "id default", "per row", "fast path", "catch-ups", "per catch-up", "per statement", "per autocommit")
 	for _, f := range r.Figures {
 		fast, catch, per := "", "", ""
 		if f.FastPath != 0 {
@@ -287,11 +311,12 @@ func (r *Report) WriteText(w io.Writer) {
 			catch = strconv.FormatInt(f.CatchUps, 10)
 			per = strconv.FormatFloat(f.PerCatchUp, 'f', 0, 64)
 		}
-		statement := ""
+		statement, autocommit := "", ""
 		if f.PerStatement != 0 {
 			statement = strconv.FormatFloat(f.PerStatement, 'f', 0, 64)
+			autocommit = strconv.FormatFloat(f.PerAutocommit, 'f', 0, 64)
 		}
-		fmt.Fprintf(w, "%-34s %10.0f %10s %10s %12s %14s\n", f.Default, f.PerRow, fast, catch, per, statement)
+		fmt.Fprintf(w, "%-34s %10.0f %10s %10s %12s %14s %15s\n", f.Default, f.PerRow, fast, catch, per, statement, autocommit)
 	}
-	fmt.Fprintf(w, "(fast path: the clock frozen by libfaketime, its %.0f instructions per clock read taken off; per row: the real clock, whose catch-ups fall due far more often under valgrind; the native generator's catch-ups, in C, are not counted apart; per statement: %d single-row prepared INSERTs, the clock frozen, over as many with explicit ids)\n", r.ClockOverhead, r.Statements)
+	fmt.Fprintf(w, "(fast path: the clock frozen by libfaketime, its %.0f instructions per clock read taken off; per row: the real clock, whose catch-ups fall due far more often under valgrind; the native generator's catch-ups, in C, are not counted apart; per statement: %d single-row prepared INSERTs in one transaction, the clock frozen, over as many with explicit ids; per autocommit: the same, each its own transaction)\n", r.ClockOverhead, r.Statements)
 }
