@@ -93,6 +93,21 @@ func TestResumeAfterLogicalSwitchover(t *testing.T) {
 	mustExecDB(t, newDB, "ALTER SUBSCRIPTION sfgen_orders DISABLE")
 	mustExecDB(t, newDB, "ALTER SUBSCRIPTION sfgen_orders SET (slot_name = NONE)")
 	mustExecDB(t, newDB, "DROP SUBSCRIPTION sfgen_orders")
+	// The old writer's walsender lets go of the slot only when it notices
+	// the subscriber gone, a moment after DISABLE: wait for that (the
+	// slot busy is SQLSTATE 55006), a minute at most.
+	for give := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		var active bool
+		if err := oldDB.QueryRow("SELECT active FROM pg_replication_slots WHERE slot_name = 'sfgen_orders'").Scan(&active); err != nil {
+			t.Fatal(err)
+		}
+		if !active {
+			break
+		}
+		if time.Now().After(give) {
+			t.Fatal("the old writer's replication slot sfgen_orders is still active a minute after the subscription was disabled and dropped")
+		}
+	}
 	mustExecDB(t, oldDB, "SELECT pg_drop_replication_slot('sfgen_orders')")
 
 	// The premise: the new writer's generator is below the old writer's
