@@ -380,9 +380,6 @@ func (u *unit) typeName(n map[string]any) {
 	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && newKeywordTypes[ns[1]] && !strings.Contains(nameAt(u.raw, at), ".")) {
 		return
 	}
-	if u.startsWith(at, "SETOF") {
-		at = skip(u.raw, at+5, " \t\r\n")
-	}
 	u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
 }
 
