@@ -126,8 +126,7 @@ func (u *unit) dynamic(stmt map[string]any) {
 // time, where the parser stops at one.
 func (u *unit) blankPlaceholders() {
 	for range 16 {
-		_, err := u.parse()
-		at := u.errorAt(err)
+		_, at, err := u.parse()
 		if err == nil || at >= len(u.text) || u.raw[at] != '%' {
 			return
 		}

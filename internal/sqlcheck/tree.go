@@ -93,32 +93,26 @@ type rawStmt struct {
 	Len      int `json:"stmt_len"`
 }
 
-// parse parses u.text as SQL statements.
-func (u *unit) parse() ([]rawStmt, error) {
+// parse parses u.text as SQL statements; if it cannot, errAt is where in
+// u.text the parser stopped (a character count taken for bytes).
+func (u *unit) parse() (stmts []rawStmt, errAt int, err error) {
 	j, err := pg.ParseToJSON(u.text)
 	var tree struct{ Stmts []rawStmt }
-	if err == nil {
-		err = json.Unmarshal([]byte(j), &tree)
-	}
-	return tree.Stmts, err
-}
-
-// errorAt is where in u.text the parser's error err is (a character
-// count taken for bytes).
-func (u *unit) errorAt(err error) int {
 	var pe *parser.Error
 	if errors.As(err, &pe) {
-		return max(0, min(pe.Cursorpos-1, len(u.text)-1))
+		errAt = max(0, min(pe.Cursorpos-1, len(u.text)-1))
+	} else if err == nil {
+		err = json.Unmarshal([]byte(j), &tree)
 	}
-	return 0
+	return tree.Stmts, errAt, err
 }
 
 // checkSQL checks u as SQL statements, or reports that they do not parse;
 // with dynamic, also the SQL that one statement, EXECUTE's expression, runs.
 func (u *unit) checkSQL(dynamic bool) {
-	stmts, err := u.parse()
+	stmts, errAt, err := u.parse()
 	if err != nil {
-		u.report(u.errorAt(err), RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
+		u.report(errAt, RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
 	}
 	if dynamic && len(stmts) == 1 {
 		u.dynamic(stmts[0].Stmt)
@@ -458,7 +452,7 @@ func (u *unit) dollarCode(n map[string]any) {
 	for _, prefix := range []string{"", "SELECT ", "SELECT NULL "} {
 		if s, ok := u.literal(at); ok {
 			s = s.sub(prefix, s.text, s.raw, 0)
-			if stmts, err := s.parse(); err == nil {
+			if stmts, _, err := s.parse(); err == nil {
 				s.walkStmts(stmts)
 				return
 			}
