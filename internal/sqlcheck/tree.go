@@ -225,24 +225,18 @@ func unqualified(kind string, ns []string) string {
 	return fmt.Sprintf("%s %s is looked up through search_path; qualify it with pg_catalog or an own schema", kind, strings.Join(ns, "."))
 }
 
-// startsWith reports whether the first word at u.raw[at:] is word.
-func (u *unit) startsWith(at int, word string) bool {
-	return strings.EqualFold(phrase(u.raw, at, word), word)
-}
-
 // node checks one node of a statement's parse tree.
 func (u *unit) node(typ string, n map[string]any, _ int) {
 	at := loc(n)
 	switch typ {
 	case "A_Expr":
-		switch kind, ns := str(n["kind"]), names(n["name"]); {
-		case syntaxStops[kind] != "":
+		if kind, ns := str(n["kind"]), names(n["name"]); syntaxStops[kind] != "" {
 			u.syntax(at, syntaxStops[kind], ns[0])
-		default:
+		} else {
 			u.operator(ns, at, kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL")
 		}
 	case "SubLink":
-		if t, _ := n["subLinkType"].(string); t == "ANY_SUBLINK" && n["operName"] == nil {
+		if t := str(n["subLinkType"]); t == "ANY_SUBLINK" && n["operName"] == nil {
 			u.syntax(at, "IN", "=")
 		} else if t == "ANY_SUBLINK" || t == "ALL_SUBLINK" {
 			u.operator(names(n["operName"]), at, true)
@@ -255,7 +249,7 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 		u.join(n)
 	case "FuncCall":
 		ns := names(n["funcname"])
-		if f, _ := n["funcformat"].(string); f != "COERCE_SQL_SYNTAX" && !u.qualified(ns) && at >= 0 {
+		if str(n["funcformat"]) != "COERCE_SQL_SYNTAX" && !u.qualified(ns) && at >= 0 {
 			u.report(at, RuleFunction, nameAt(u.raw, at), unqualified("function", ns))
 		}
 		if args, _ := n["args"].([]any); len(args) > 0 {
@@ -271,21 +265,16 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 		u.regString(tn[len(tn)-1], n["arg"])
 	case "CollateClause":
 		if ns := names(n["collname"]); !u.qualified(ns) {
-			at = skip(u.raw, at+len(phrase(u.raw, at, "COLLATE")), " \t\r\n")
+			at = skip(u.raw, at+len("COLLATE"), " \t\r\n") // the parser locates COLLATE
 			u.report(at, RuleCollation, nameAt(u.raw, at), unqualified("collation", ns))
 		}
 	case "RangeVar":
-		ns := []string{str(n["schemaname"]), str(n["relname"])}
-		if ns[0] == "" {
-			ns = ns[1:]
-		}
+		ns := slices.DeleteFunc([]string{str(n["schemaname"]), str(n["relname"])}, func(s string) bool { return s == "" })
 		if !u.qualified(ns) && !(len(ns) == 1 && u.ctes[ns[0]]) {
 			u.report(at, RuleRelation, nameAt(u.raw, at), unqualified("relation", ns))
 		}
-	case "ObjectWithArgs":
-		u.ddlName(names(n["objname"]), RuleFunction, true)
-	case "CreateTrigStmt":
-		u.ddlName(names(n["funcname"]), RuleFunction, true)
+	case "ObjectWithArgs", "CreateTrigStmt": // the function they name
+		u.ddlName(append(names(n["objname"]), names(n["funcname"])...), RuleFunction, true)
 	case "DropStmt", "CommentStmt":
 		u.ddlRelations(n)
 	case "DefElem":
@@ -323,7 +312,7 @@ func (u *unit) operator(ns []string, at int, subquery bool) {
 	if u.qualified(ns) {
 		return
 	}
-	op, isOperator := ns[len(ns)-1], u.startsWith(at, "OPERATOR")
+	op, isOperator := ns[len(ns)-1], strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR")
 	if subquery && !isOperator {
 		text := op + " " + strings.Fields(phrase(u.raw, at+len(op), "") + " ANY")[0]
 		u.report(at, RuleSyntax, text, text+" (...) looks up the "+op+" operator through search_path; write OPERATOR(pg_catalog."+op+")"+text[len(op):])
@@ -345,7 +334,7 @@ func (u *unit) operator(ns []string, at int, subquery bool) {
 // locate: they are found before and after the right-hand item.
 func (u *unit) join(n map[string]any) {
 	first, last := -1, -1
-	each(map[string]any{"X": n["rarg"]}, 0, func(_ string, n map[string]any, _ int) {
+	each(n["rarg"], 0, func(_ string, n map[string]any, _ int) {
 		if l := loc(n); l >= 0 && (first < 0 || l < first) {
 			first = l
 		}
