@@ -383,16 +383,14 @@ func (u *unit) regString(reg string, arg any) {
 	c := get(arg, "A_Const")
 	sv, isStr := c["sval"].(map[string]any)
 	for tmpl, regs := range regTemplates {
-		if !isStr || !slices.Contains(strings.Fields(regs), reg) {
-			continue
-		}
-		at := loc(c)
-		u.data[u.at(at)] = true
-		q := fmt.Sprintf(tmpl, str(sv["sval"]))
-		probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
-		if probe.checkSQL(false); len(probe.found) > 0 {
-			_, _, end, _ := unquote(u.raw, at)
-			u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+		if at := loc(c); isStr && slices.Contains(strings.Fields(regs), reg) {
+			u.data[u.at(at)] = true
+			q := fmt.Sprintf(tmpl, str(sv["sval"]))
+			probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
+			if probe.checkSQL(false); len(probe.found) > 0 {
+				_, _, end, _ := unquote(u.raw, at)
+				u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+			}
 		}
 	}
 }
@@ -419,13 +417,10 @@ func (u *unit) ddlName(ns []string, r Rule, named bool) {
 
 // ddlRelations checks the relations that DROP and COMMENT ON name.
 func (u *unit) ddlRelations(n map[string]any) {
-	kind, _ := n["removeType"].(string)
-	objs, _ := n["objects"].([]any)
-	if k, ok := n["objtype"].(string); ok {
-		kind, objs = k, []any{n["object"]}
-	}
-	for _, o := range objs {
-		if _, ok := o.(map[string]any)["List"]; ok && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+strings.TrimPrefix(kind, "OBJECT_")+" ") {
+	objs, _ := n["objects"].([]any) // DROP's; COMMENT ON's object is one
+	kind := strings.TrimPrefix(str(n["removeType"])+str(n["objtype"]), "OBJECT_")
+	for _, o := range append(objs, n["object"]) {
+		if get(o, "List") != nil && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+kind+" ") {
 			u.ddlName(names(o), RuleRelation, true)
 		}
 	}
