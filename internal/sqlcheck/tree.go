@@ -209,12 +209,8 @@ func names(v any) []string {
 // qualified reports whether ns is qualified with an allowed schema (or
 // holds a placeholder).
 func (u *unit) qualified(ns []string) bool {
-	for _, n := range ns {
-		if u.format && n != "" && strings.Trim(n, "_") == "" {
-			return true
-		}
-	}
-	return len(ns) >= 2 && u.own[ns[len(ns)-2]]
+	placeholder := func(n string) bool { return n != "" && strings.Trim(n, "_") == "" }
+	return u.format && slices.ContainsFunc(ns, placeholder) || len(ns) >= 2 && u.own[ns[len(ns)-2]]
 }
 
 // unqualified is the reason to report a name ns of a kind.
