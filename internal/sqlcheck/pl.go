@@ -24,31 +24,12 @@ func (u *unit) plpgsql(stmt string) {
 		u.report(0, RuleParse, "", "the PL/pgSQL parser rejects the body ("+err.Error()+"), so nothing in it can be checked")
 	}
 	u.used = map[string]bool{}
-	each(fns, 1, u.pl)
+	each(fns, 1, u.node)
 }
 
 // dynamicFields name the expressions whose string EXECUTE runs.
 var dynamicFields = map[string]string{"PLpgSQL_stmt_dynexecute": "query", "PLpgSQL_stmt_dynfors": "query",
 	"PLpgSQL_stmt_return_query": "dynquery", "PLpgSQL_stmt_open": "dynquery"}
-
-// pl checks a node of a PL/pgSQL function's tree, on line of the body.
-func (u *unit) pl(typ string, n map[string]any, line int) {
-	switch {
-	case typ == "PLpgSQL_expr":
-		u.plExpr(n, line, false)
-	case (typ == "PLpgSQL_var" || typ == "PLpgSQL_rec") && n["lineno"] != nil:
-		u.declaration(typ, n, line)
-	case typ == "PLpgSQL_stmt_case" && n["t_expr"] != nil:
-		if at := wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false); at >= 0 {
-			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
-		}
-	case dynamicFields[typ] != "":
-		if e, ok := n[dynamicFields[typ]].(map[string]any); ok {
-			u.plExpr(e["PLpgSQL_expr"].(map[string]any), line, true)
-			delete(n, dynamicFields[typ]) // not to be checked again
-		}
-	}
-}
 
 // lineStart is where line (from 1) of u.text starts.
 func (u *unit) lineStart(line int) int {

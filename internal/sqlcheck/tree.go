@@ -221,8 +221,9 @@ func unqualified(kind string, ns []string) string {
 	return fmt.Sprintf("%s %s is looked up through search_path; qualify it with pg_catalog or an own schema", kind, strings.Join(ns, "."))
 }
 
-// node checks one node of a statement's parse tree.
-func (u *unit) node(typ string, n map[string]any, _ int) {
+// node checks one node of a statement's parse tree or, on line of its
+// body, of a PL/pgSQL function's.
+func (u *unit) node(typ string, n map[string]any, line int) {
 	at := loc(n)
 	switch typ {
 	case "A_Expr":
@@ -281,6 +282,21 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 		u.body(typ, n)
 	case "A_Const":
 		u.dollarCode(n)
+	case "PLpgSQL_expr":
+		u.plExpr(n, line, false)
+	case "PLpgSQL_var", "PLpgSQL_rec":
+		if n["lineno"] != nil {
+			u.declaration(typ, n, line)
+		}
+	case "PLpgSQL_stmt_case":
+		if at := wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false); n["t_expr"] != nil && at >= 0 {
+			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
+		}
+	case "PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors", "PLpgSQL_stmt_return_query", "PLpgSQL_stmt_open":
+		if e := get(n, dynamicFields[typ], "PLpgSQL_expr"); e != nil {
+			u.plExpr(e, line, true)
+			delete(n, dynamicFields[typ]) // not to be checked again
+		}
 	}
 }
 
