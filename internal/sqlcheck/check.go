@@ -56,7 +56,7 @@ func Check(sql []byte, opts Options) []Finding {
 			own[strings.ToLower(s)] = true
 		}
 	}
-	found := check(sql, own)
+	found := check(string(sql), own, false)
 	slices.SortStableFunc(found, func(a, b Finding) int { return a.Offset - b.Offset })
 	// The tree holds some nodes twice (a signature's argument types).
 	found = slices.CompactFunc(found, func(a, b Finding) bool { return a.Offset == b.Offset && a.Rule == b.Rule })

@@ -38,8 +38,9 @@ type unit struct {
 // maxDepth bounds how deeply bodies and strings are checked inside each other.
 const maxDepth = 32
 
-func check(sql []byte, own map[string]bool) []Finding {
-	u := &unit{run: &run{own: own, data: map[int]bool{}}, text: string(sql), raw: string(sql)}
+// check finds what Check does in text (with format, a format() string).
+func check(text string, own map[string]bool, format bool) []Finding {
+	u := &unit{run: &run{own: own, data: map[int]bool{}}, text: text, raw: text, format: format}
 	u.checkSQL(false)
 	return u.found
 }
@@ -397,9 +398,7 @@ func (u *unit) regString(reg string, arg any) {
 	for tmpl, regs := range regTemplates {
 		if at := loc(c); isStr && slices.Contains(strings.Fields(regs), reg) {
 			u.data[u.at(at)] = true
-			q := fmt.Sprintf(tmpl, str(sv["sval"]))
-			probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
-			if probe.checkSQL(false); len(probe.found) > 0 {
+			if len(check(fmt.Sprintf(tmpl, str(sv["sval"])), u.own, u.format)) > 0 {
 				_, _, end, _ := unquote(u.raw, at)
 				u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
 			}
