@@ -3,6 +3,7 @@
 package sqlcheck
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -78,13 +79,10 @@ func (u *unit) literal(at int) (*unit, bool) {
 	return u.child(val, raw, func(i int) int { return pos[i] }), true
 }
 
+// report reports r at at: text, if not given, is the 10 bytes there.
 func (u *unit) report(at int, r Rule, text, reason string) {
-	if text == "" {
-		text = u.raw[max(0, min(at, len(u.raw))):min(len(u.raw), at+10)]
-	}
-	if text = strings.Join(strings.Fields(text), " "); text == "" {
-		text = "(end of text)"
-	}
+	text = cmp.Or(text, u.raw[max(0, min(at, len(u.raw))):min(len(u.raw), at+10)])
+	text = cmp.Or(strings.Join(strings.Fields(text), " "), "(end of text)")
 	u.found = append(u.found, Finding{Offset: u.at(at), Rule: r, Text: text, Reason: reason})
 }
 
