@@ -362,16 +362,13 @@ func (u *unit) join(n map[string]any) {
 	}
 }
 
-// newKeywordTypes are types the grammar maps to pg_catalog that were
-// names looked up through search_path before PostgreSQL 16.
-var newKeywordTypes = map[string]bool{"json": true}
-
 func (u *unit) typeName(n map[string]any) {
 	ns, at := names(n["names"]), loc(n)
 	if pct, _ := n["pct_type"].(bool); pct {
 		ns = ns[:len(ns)-1] // a column's type: the table needs a schema
 	}
-	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && newKeywordTypes[ns[1]] && !strings.Contains(nameAt(u.raw, at), ".")) {
+	// The grammar maps json to pg_catalog, but before PostgreSQL 16 it was a name.
+	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && ns[1] == "json" && !strings.Contains(nameAt(u.raw, at), ".")) {
 		return
 	}
 	u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
