@@ -148,11 +148,10 @@ func (u *unit) declaration(typ string, n map[string]any, line int) {
 		u.sub("SELECT NULL::", typName, u.raw[tat:min(len(u.raw), tat+len(typName))], tat).checkSQL(false)
 	}
 	q := strings.TrimSpace(str(get(n, "default_val", "PLpgSQL_expr")["query"]))
-	if val, _, end, ok := unquote(q, 0); ok && end == len(q) {
-		if p := strings.Index(u.text[at:], q); p >= 0 {
-			ns := strings.Split(typName, ".")
-			u.regString(strings.ToLower(ns[len(ns)-1]), map[string]any{"A_Const": map[string]any{"sval": map[string]any{"sval": val}, "location": float64(at + p)}})
-		}
+	p := strings.Index(u.text[at:], q)
+	if val, _, end, ok := unquote(q, 0); ok && end == len(q) && p >= 0 {
+		reg := strings.ToLower(typName[strings.LastIndexByte(typName, '.')+1:])
+		u.regString(reg, map[string]any{"A_Const": map[string]any{"sval": map[string]any{"sval": val}, "location": float64(at + p)}})
 	}
 }
 

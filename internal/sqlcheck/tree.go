@@ -320,25 +320,21 @@ func (u *unit) syntax(at int, stop, op string) {
 // operator checks the operator ns at at; with subquery, of op ANY/ALL/SOME
 // (...), which is syntax unless written OPERATOR(op) ANY.
 func (u *unit) operator(ns []string, at int, subquery bool) {
-	if u.qualified(ns) {
-		return
-	}
-	op, isOperator := ns[len(ns)-1], strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR")
-	if subquery && !isOperator {
+	switch op := ns[len(ns)-1]; {
+	case u.qualified(ns): // nothing to report
+	case strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR"):
+		u.report(at, RuleOperator, u.raw[at:at+strings.IndexByte(u.raw[at:], ')')+1], unqualified("operator", ns))
+	case subquery:
 		text := op + " " + strings.Fields(phrase(u.raw, at+len(op), "") + " ANY")[0]
 		u.report(at, RuleSyntax, text, text+" (...) looks up the "+op+" operator through search_path; write OPERATOR(pg_catalog."+op+")"+text[len(op):])
-		return
+	default:
+		if u.format {
+			op = strings.ReplaceAll(op, "%", "%%")
+		} else if at+len(op) <= len(u.raw) {
+			op = u.raw[at : at+len(op)] // != is <>
+		}
+		u.report(at, RuleOperator, op, "operator "+op+" is looked up through search_path; write OPERATOR(pg_catalog."+op+")")
 	}
-	if u.format {
-		op = strings.ReplaceAll(op, "%", "%%")
-	} else if at+len(op) <= len(u.raw) {
-		op = u.raw[at : at+len(op)] // != is <>
-	}
-	text, reason := op, "operator "+op+" is looked up through search_path; write OPERATOR(pg_catalog."+op+")"
-	if isOperator {
-		text, reason = u.raw[at:at+strings.IndexByte(u.raw[at:], ')')+1], unqualified("operator", ns)
-	}
-	u.report(at, RuleOperator, text, reason)
 }
 
 // join checks NATURAL JOIN and JOIN ... USING, which the tree does not
