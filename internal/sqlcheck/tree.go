@@ -271,8 +271,14 @@ func (u *unit) node(typ string, n map[string]any, line int) {
 		}
 	case "ObjectWithArgs", "CreateTrigStmt": // the function they name
 		u.ddlName(append(names(n["objname"]), names(n["funcname"])...), RuleFunction, true)
-	case "DropStmt", "CommentStmt":
-		u.ddlRelations(n)
+	case "DropStmt", "CommentStmt": // the relations they name
+		objs, _ := n["objects"].([]any) // DROP's; COMMENT ON's object is one
+		kind := strings.TrimPrefix(str(n["removeType"])+str(n["objtype"]), "OBJECT_")
+		for _, o := range append(objs, n["object"]) {
+			if get(o, "List") != nil && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+kind+" ") {
+				u.ddlName(names(o), RuleRelation, true)
+			}
+		}
 	case "DefElem":
 		if ns := names(n["arg"]); str(n["defname"]) == "owned_by" && len(ns) >= 2 {
 			u.ddlName(ns[:len(ns)-1], RuleRelation, true)
@@ -415,17 +421,6 @@ func (u *unit) ddlName(ns []string, r Rule, named bool) {
 		reason = string(r) + " " + text + " is created without an own schema; qualify it with one of Options.OwnSchemas"
 	}
 	u.report(at, r, text, reason)
-}
-
-// ddlRelations checks the relations that DROP and COMMENT ON name.
-func (u *unit) ddlRelations(n map[string]any) {
-	objs, _ := n["objects"].([]any) // DROP's; COMMENT ON's object is one
-	kind := strings.TrimPrefix(str(n["removeType"])+str(n["objtype"]), "OBJECT_")
-	for _, o := range append(objs, n["object"]) {
-		if get(o, "List") != nil && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+kind+" ") {
-			u.ddlName(names(o), RuleRelation, true)
-		}
-	}
 }
 
 // dollarCode checks a dollar-quoted string constant as code (a statement,
