@@ -252,7 +252,14 @@ func (u *unit) node(typ string, n map[string]any, line int) {
 			u.regString(ns[len(ns)-1], args[0])
 		}
 	case "TypeName":
-		u.typeName(n)
+		ns := names(n["names"])
+		if pct, _ := n["pct_type"].(bool); pct {
+			ns = ns[:len(ns)-1] // a column's type: the table needs a schema
+		}
+		// The grammar maps json to pg_catalog, but before PostgreSQL 16 it was a name.
+		if at >= 0 && (!u.qualified(ns) || ns[0] == "pg_catalog" && ns[1] == "json" && !strings.Contains(nameAt(u.raw, at), ".")) {
+			u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
+		}
 	case "TypeCast":
 		if c := get(n, "arg", "A_Const"); c != nil && at < 0 { // a typed literal: its string is data
 			u.data[u.at(loc(c))] = true
@@ -362,18 +369,6 @@ func (u *unit) join(n map[string]any) {
 	if at := wordIndex(u.raw, "USING", last, len(u.raw), false); n["usingClause"] != nil && at >= 0 {
 		u.report(at, RuleSyntax, u.raw[at:at+5], "JOIN ... USING"+reason)
 	}
-}
-
-func (u *unit) typeName(n map[string]any) {
-	ns, at := names(n["names"]), loc(n)
-	if pct, _ := n["pct_type"].(bool); pct {
-		ns = ns[:len(ns)-1] // a column's type: the table needs a schema
-	}
-	// The grammar maps json to pg_catalog, but before PostgreSQL 16 it was a name.
-	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && ns[1] == "json" && !strings.Contains(nameAt(u.raw, at), ".")) {
-		return
-	}
-	u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
 }
 
 // regTemplates turn the string that a reg* type or function reads as a
