@@ -39,17 +39,17 @@ func (u *unit) lineStart(line int) int {
 
 // find returns where q first stands in u.text from line on, but where it
 // was found before (a blank in q matches anything: PL/pgSQL blanks INTO
-// out); -1 if nowhere.
-func (u *unit) find(q string, line int) int {
+// out); if nowhere, the line's start and false.
+func (u *unit) find(q string, line int) (int, bool) {
 	from := u.lineStart(line)
 	re := regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(q), " ", "(?s:.)"))
 	for _, m := range re.FindAllStringIndex(u.text[from:], -1) {
 		if key := fmt.Sprint("e", from+m[0]); strings.TrimSpace(q) != "" && !u.used[key] {
 			u.used[key] = true
-			return from + m[0]
+			return from + m[0], true
 		}
 	}
-	return -1
+	return from, false
 }
 
 var assignRE = regexp.MustCompile(`:=|=`)
@@ -64,16 +64,14 @@ func (u *unit) plExpr(e map[string]any, line int, dynamic bool) {
 	} else if mode == 0 {
 		prefix = ""
 	}
-	at := u.find(q, line)
-	if t := strings.TrimSpace(q); at < 0 && strings.HasPrefix(t, "SELECT ") { // PERFORM f() is SELECT f()
-		if at = u.find("PERFORM"+t[6:], line); at >= 0 {
+	at, found := u.find(q, line)
+	if t := strings.TrimSpace(q); !found && strings.HasPrefix(t, "SELECT ") { // PERFORM f() is SELECT f()
+		if at, found = u.find("PERFORM"+t[6:], line); found {
 			q = " SELECT" + t[6:]
 		}
 	}
 	raw := q
-	if at < 0 {
-		at = u.lineStart(line)
-	} else {
+	if found {
 		raw = u.raw[at : at+len(q)]
 	}
 	if m := assignRE.FindStringIndex(q); mode >= 3 && m != nil { // x := v is checked as SELECT x , v
