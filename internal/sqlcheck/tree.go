@@ -237,9 +237,12 @@ func (u *unit) node(typ string, n map[string]any, line int) {
 		} else if t == "ANY_SUBLINK" || t == "ALL_SUBLINK" {
 			u.operator(names(n["operName"]), at, true)
 		}
-	case "CaseExpr":
-		if n["arg"] != nil {
-			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
+	case "CaseExpr", "PLpgSQL_stmt_case": // a simple CASE x WHEN v if it has an x
+		if typ == "PLpgSQL_stmt_case" {
+			at = wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false)
+		}
+		if (n["arg"] != nil || n["t_expr"] != nil) && at >= 0 {
+			u.report(at, RuleSyntax, u.raw[at:at+4], "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v")
 		}
 	case "JoinExpr":
 		u.join(n)
@@ -300,10 +303,6 @@ func (u *unit) node(typ string, n map[string]any, line int) {
 		if n["lineno"] != nil {
 			u.declaration(typ, n, line)
 		}
-	case "PLpgSQL_stmt_case":
-		if at := wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false); n["t_expr"] != nil && at >= 0 {
-			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
-		}
 	case "PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors", "PLpgSQL_stmt_return_query", "PLpgSQL_stmt_open":
 		if e := get(n, dynamicFields[typ], "PLpgSQL_expr"); e != nil {
 			u.plExpr(e, line, true)
@@ -311,8 +310,6 @@ func (u *unit) node(typ string, n map[string]any, line int) {
 		}
 	}
 }
-
-const simpleCase = "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v"
 
 // syntaxStops are the A_Expr kinds that are syntax, with the word their
 // text ends with.
