@@ -86,13 +86,12 @@ func (u *unit) dynamic(stmt map[string]any) {
 	tl, _ := get(stmt, "SelectStmt")["targetList"].([]any)
 	v := get(append(tl, nil)[0], "ResTarget", "val")
 	c, f := get(v, "A_Const"), get(v, "FuncCall")
-	format := f != nil
-	if ns, args := names(f["funcname"]), f["args"]; format && len(ns) > 0 && ns[len(ns)-1] == "format" && args != nil {
+	if ns, args := names(f["funcname"]), f["args"]; f != nil && ns[len(ns)-1] == "format" && args != nil {
 		c = get(args.([]any)[0], "A_Const")
 	}
 	if lit, ok := u.literal(loc(c)); ok && len(tl) == 1 && c["sval"] != nil {
 		u.data[u.at(loc(c))] = true
-		if format {
+		if f != nil { // format()'s string
 			lit.text, lit.format = fillPlaceholders(lit.text), true
 			lit.blankPlaceholders()
 		}
