@@ -1,7 +1,8 @@
 package sqlcheck
 
 import (
-	"sort"
+	"bytes"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,18 +56,15 @@ func Check(sql []byte, opts Options) []Finding {
 			own[strings.ToLower(s)] = true
 		}
 	}
-	found := check(sql, own)
-	sort.SliceStable(found, func(i, j int) bool { return found[i].Offset < found[j].Offset })
-	var out []Finding
+	found := check(string(sql), own, false)
+	slices.SortStableFunc(found, func(a, b Finding) int { return a.Offset - b.Offset })
+	// The tree holds some nodes twice (a signature's argument types).
+	found = slices.CompactFunc(found, func(a, b Finding) bool { return a.Offset == b.Offset && a.Rule == b.Rule })
 	for i, f := range found {
-		if i > 0 && f.Offset == found[i-1].Offset && f.Rule == found[i-1].Rule {
-			continue // the tree holds some nodes twice (a signature's argument types)
-		}
-		f.Line = 1 + strings.Count(string(sql[:f.Offset]), "\n")
-		f.Col = f.Offset - strings.LastIndexByte(string(sql[:f.Offset]), '\n')
-		out = append(out, f)
+		found[i].Line = 1 + bytes.Count(sql[:f.Offset], []byte("\n"))
+		found[i].Col = f.Offset - bytes.LastIndexByte(sql[:f.Offset], '\n')
 	}
-	return out
+	return found
 }
 
 // SkipUnsupported skips t, saying why, when Check cannot run in this build.

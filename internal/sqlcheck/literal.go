@@ -2,6 +2,7 @@ package sqlcheck
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -72,18 +73,14 @@ func skip(text string, at int, cut string) int {
 	return len(text) - len(strings.TrimLeft(text[at:], cut))
 }
 
-var wordRE = regexp.MustCompile(`^\s*([A-Za-z_]+)`)
+var wordsRE = regexp.MustCompile(`^(?:\s*[A-Za-z_]+){1,4}`)
 
 // phrase returns the words at text[at:] up to the first that is stop (any
-// case), white space folded.
+// case), four at most, white space folded.
 func phrase(text string, at int, stop string) string {
-	var words []string
-	for at >= 0 && len(words) < 4 && (len(words) == 0 || !strings.EqualFold(words[len(words)-1], stop)) {
-		m := wordRE.FindStringSubmatchIndex(text[min(at, len(text)):])
-		if m == nil {
-			break
-		}
-		words, at = append(words, text[at+m[2]:at+m[3]]), at+m[1]
+	words := strings.Fields(wordsRE.FindString(text[max(0, min(at, len(text))):]))
+	if i := slices.IndexFunc(words, func(w string) bool { return strings.EqualFold(w, stop) }); i >= 0 {
+		words = words[:i+1]
 	}
 	return strings.Join(words, " ")
 }

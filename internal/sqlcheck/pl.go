@@ -24,31 +24,12 @@ func (u *unit) plpgsql(stmt string) {
 		u.report(0, RuleParse, "", "the PL/pgSQL parser rejects the body ("+err.Error()+"), so nothing in it can be checked")
 	}
 	u.used = map[string]bool{}
-	each(fns, 1, u.pl)
+	each(fns, 1, u.node)
 }
 
 // dynamicFields name the expressions whose string EXECUTE runs.
 var dynamicFields = map[string]string{"PLpgSQL_stmt_dynexecute": "query", "PLpgSQL_stmt_dynfors": "query",
 	"PLpgSQL_stmt_return_query": "dynquery", "PLpgSQL_stmt_open": "dynquery"}
-
-// pl checks a node of a PL/pgSQL function's tree, on line of the body.
-func (u *unit) pl(typ string, n map[string]any, line int) {
-	switch {
-	case typ == "PLpgSQL_expr":
-		u.plExpr(n, line, false)
-	case (typ == "PLpgSQL_var" || typ == "PLpgSQL_rec") && n["lineno"] != nil:
-		u.declaration(typ, n, line)
-	case typ == "PLpgSQL_stmt_case" && n["t_expr"] != nil:
-		if at := wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false); at >= 0 {
-			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
-		}
-	case dynamicFields[typ] != "":
-		if e, ok := n[dynamicFields[typ]].(map[string]any); ok {
-			u.plExpr(e["PLpgSQL_expr"].(map[string]any), line, true)
-			delete(n, dynamicFields[typ]) // not to be checked again
-		}
-	}
-}
 
 // lineStart is where line (from 1) of u.text starts.
 func (u *unit) lineStart(line int) int {
@@ -58,17 +39,17 @@ func (u *unit) lineStart(line int) int {
 
 // find returns where q first stands in u.text from line on, but where it
 // was found before (a blank in q matches anything: PL/pgSQL blanks INTO
-// out); -1 if nowhere.
-func (u *unit) find(q string, line int) int {
+// out); if nowhere, the line's start and false.
+func (u *unit) find(q string, line int) (int, bool) {
 	from := u.lineStart(line)
 	re := regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(q), " ", "(?s:.)"))
 	for _, m := range re.FindAllStringIndex(u.text[from:], -1) {
 		if key := fmt.Sprint("e", from+m[0]); strings.TrimSpace(q) != "" && !u.used[key] {
 			u.used[key] = true
-			return from + m[0]
+			return from + m[0], true
 		}
 	}
-	return -1
+	return from, false
 }
 
 var assignRE = regexp.MustCompile(`:=|=`)
@@ -83,16 +64,14 @@ func (u *unit) plExpr(e map[string]any, line int, dynamic bool) {
 	} else if mode == 0 {
 		prefix = ""
 	}
-	at := u.find(q, line)
-	if t := strings.TrimSpace(q); at < 0 && strings.HasPrefix(t, "SELECT ") { // PERFORM f() is SELECT f()
-		if at = u.find("PERFORM"+t[6:], line); at >= 0 {
+	at, found := u.find(q, line)
+	if t := strings.TrimSpace(q); !found && strings.HasPrefix(t, "SELECT ") { // PERFORM f() is SELECT f()
+		if at, found = u.find("PERFORM"+t[6:], line); found {
 			q = " SELECT" + t[6:]
 		}
 	}
 	raw := q
-	if at < 0 {
-		at = u.lineStart(line)
-	} else {
+	if found {
 		raw = u.raw[at : at+len(q)]
 	}
 	if m := assignRE.FindStringIndex(q); mode >= 3 && m != nil { // x := v is checked as SELECT x , v
@@ -107,13 +86,12 @@ func (u *unit) dynamic(stmt map[string]any) {
 	tl, _ := get(stmt, "SelectStmt")["targetList"].([]any)
 	v := get(append(tl, nil)[0], "ResTarget", "val")
 	c, f := get(v, "A_Const"), get(v, "FuncCall")
-	format := f != nil
-	if ns, args := names(f["funcname"]), f["args"]; format && len(ns) > 0 && ns[len(ns)-1] == "format" && args != nil {
+	if ns, args := names(f["funcname"]), f["args"]; f != nil && ns[len(ns)-1] == "format" && args != nil {
 		c = get(args.([]any)[0], "A_Const")
 	}
 	if lit, ok := u.literal(loc(c)); ok && len(tl) == 1 && c["sval"] != nil {
 		u.data[u.at(loc(c))] = true
-		if format {
+		if f != nil { // format()'s string
 			lit.text, lit.format = fillPlaceholders(lit.text), true
 			lit.blankPlaceholders()
 		}
@@ -126,8 +104,7 @@ func (u *unit) dynamic(stmt map[string]any) {
 // time, where the parser stops at one.
 func (u *unit) blankPlaceholders() {
 	for range 16 {
-		_, err := u.parse()
-		at := u.errorAt(err)
+		_, at, err := u.parse()
 		if err == nil || at >= len(u.text) || u.raw[at] != '%' {
 			return
 		}
@@ -168,11 +145,10 @@ func (u *unit) declaration(typ string, n map[string]any, line int) {
 		u.sub("SELECT NULL::", typName, u.raw[tat:min(len(u.raw), tat+len(typName))], tat).checkSQL(false)
 	}
 	q := strings.TrimSpace(str(get(n, "default_val", "PLpgSQL_expr")["query"]))
-	if val, _, end, ok := unquote(q, 0); ok && end == len(q) {
-		if p := strings.Index(u.text[at:], q); p >= 0 {
-			ns := strings.Split(typName, ".")
-			u.regString(strings.ToLower(ns[len(ns)-1]), map[string]any{"A_Const": map[string]any{"sval": map[string]any{"sval": val}, "location": float64(at + p)}})
-		}
+	p := strings.Index(u.text[at:], q)
+	if val, _, end, ok := unquote(q, 0); ok && end == len(q) && p >= 0 {
+		reg := strings.ToLower(typName[strings.LastIndexByte(typName, '.')+1:])
+		u.regString(reg, map[string]any{"A_Const": map[string]any{"sval": map[string]any{"sval": val}, "location": float64(at + p)}})
 	}
 }
 

@@ -3,6 +3,7 @@
 package sqlcheck
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +39,9 @@ type unit struct {
 // maxDepth bounds how deeply bodies and strings are checked inside each other.
 const maxDepth = 32
 
-func check(sql []byte, own map[string]bool) []Finding {
-	u := &unit{run: &run{own: own, data: map[int]bool{}}, text: string(sql), raw: string(sql)}
+// check finds what Check does in text (with format, a format() string).
+func check(text string, own map[string]bool, format bool) []Finding {
+	u := &unit{run: &run{own: own, data: map[int]bool{}}, text: text, raw: text, format: format}
 	u.checkSQL(false)
 	return u.found
 }
@@ -77,13 +79,10 @@ func (u *unit) literal(at int) (*unit, bool) {
 	return u.child(val, raw, func(i int) int { return pos[i] }), true
 }
 
+// report reports r at at: text, if not given, is the 10 bytes there.
 func (u *unit) report(at int, r Rule, text, reason string) {
-	if text == "" {
-		text = u.raw[max(0, min(at, len(u.raw))):min(len(u.raw), at+10)]
-	}
-	if text = strings.Join(strings.Fields(text), " "); text == "" {
-		text = "(end of text)"
-	}
+	text = cmp.Or(text, u.raw[max(0, min(at, len(u.raw))):min(len(u.raw), at+10)])
+	text = cmp.Or(strings.Join(strings.Fields(text), " "), "(end of text)")
 	u.found = append(u.found, Finding{Offset: u.at(at), Rule: r, Text: text, Reason: reason})
 }
 
@@ -93,32 +92,26 @@ type rawStmt struct {
 	Len      int `json:"stmt_len"`
 }
 
-// parse parses u.text as SQL statements.
-func (u *unit) parse() ([]rawStmt, error) {
+// parse parses u.text as SQL statements; if it cannot, errAt is where in
+// u.text the parser stopped (a character count taken for bytes).
+func (u *unit) parse() (stmts []rawStmt, errAt int, err error) {
 	j, err := pg.ParseToJSON(u.text)
 	var tree struct{ Stmts []rawStmt }
-	if err == nil {
-		err = json.Unmarshal([]byte(j), &tree)
-	}
-	return tree.Stmts, err
-}
-
-// errorAt is where in u.text the parser's error err is (a character
-// count taken for bytes).
-func (u *unit) errorAt(err error) int {
 	var pe *parser.Error
 	if errors.As(err, &pe) {
-		return max(0, min(pe.Cursorpos-1, len(u.text)-1))
+		errAt = max(0, min(pe.Cursorpos-1, len(u.text)-1))
+	} else if err == nil {
+		err = json.Unmarshal([]byte(j), &tree)
 	}
-	return 0
+	return tree.Stmts, errAt, err
 }
 
 // checkSQL checks u as SQL statements, or reports that they do not parse;
 // with dynamic, also the SQL that one statement, EXECUTE's expression, runs.
 func (u *unit) checkSQL(dynamic bool) {
-	stmts, err := u.parse()
+	stmts, errAt, err := u.parse()
 	if err != nil {
-		u.report(u.errorAt(err), RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
+		u.report(errAt, RuleParse, "", "the parser rejects the SQL ("+err.Error()+"), so nothing in it can be checked")
 	}
 	if dynamic && len(stmts) == 1 {
 		u.dynamic(stmts[0].Stmt)
@@ -215,12 +208,8 @@ func names(v any) []string {
 // qualified reports whether ns is qualified with an allowed schema (or
 // holds a placeholder).
 func (u *unit) qualified(ns []string) bool {
-	for _, n := range ns {
-		if u.format && n != "" && strings.Trim(n, "_") == "" {
-			return true
-		}
-	}
-	return len(ns) >= 2 && u.own[ns[len(ns)-2]]
+	placeholder := func(n string) bool { return n != "" && strings.Trim(n, "_") == "" }
+	return u.format && slices.ContainsFunc(ns, placeholder) || len(ns) >= 2 && u.own[ns[len(ns)-2]]
 }
 
 // unqualified is the reason to report a name ns of a kind.
@@ -231,44 +220,49 @@ func unqualified(kind string, ns []string) string {
 	return fmt.Sprintf("%s %s is looked up through search_path; qualify it with pg_catalog or an own schema", kind, strings.Join(ns, "."))
 }
 
-// startsWith reports whether the first word at u.raw[at:] is word.
-func (u *unit) startsWith(at int, word string) bool {
-	return strings.EqualFold(phrase(u.raw, at, word), word)
-}
-
-// node checks one node of a statement's parse tree.
-func (u *unit) node(typ string, n map[string]any, _ int) {
+// node checks one node of a statement's parse tree or, on line of its
+// body, of a PL/pgSQL function's.
+func (u *unit) node(typ string, n map[string]any, line int) {
 	at := loc(n)
 	switch typ {
 	case "A_Expr":
-		switch kind, ns := str(n["kind"]), names(n["name"]); {
-		case syntaxStops[kind] != "":
+		if kind, ns := str(n["kind"]), names(n["name"]); syntaxStops[kind] != "" {
 			u.syntax(at, syntaxStops[kind], ns[0])
-		default:
+		} else {
 			u.operator(ns, at, kind == "AEXPR_OP_ANY" || kind == "AEXPR_OP_ALL")
 		}
 	case "SubLink":
-		if t, _ := n["subLinkType"].(string); t == "ANY_SUBLINK" && n["operName"] == nil {
+		if t := str(n["subLinkType"]); t == "ANY_SUBLINK" && n["operName"] == nil {
 			u.syntax(at, "IN", "=")
 		} else if t == "ANY_SUBLINK" || t == "ALL_SUBLINK" {
 			u.operator(names(n["operName"]), at, true)
 		}
-	case "CaseExpr":
-		if n["arg"] != nil {
-			u.report(at, RuleSyntax, u.raw[at:at+4], simpleCase)
+	case "CaseExpr", "PLpgSQL_stmt_case": // a simple CASE x WHEN v if it has an x
+		if typ == "PLpgSQL_stmt_case" {
+			at = wordIndex(u.raw, "CASE", u.lineStart(line), len(u.raw), false)
+		}
+		if (n["arg"] != nil || n["t_expr"] != nil) && at >= 0 {
+			u.report(at, RuleSyntax, u.raw[at:at+4], "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v")
 		}
 	case "JoinExpr":
 		u.join(n)
 	case "FuncCall":
 		ns := names(n["funcname"])
-		if f, _ := n["funcformat"].(string); f != "COERCE_SQL_SYNTAX" && !u.qualified(ns) && at >= 0 {
+		if str(n["funcformat"]) != "COERCE_SQL_SYNTAX" && !u.qualified(ns) && at >= 0 {
 			u.report(at, RuleFunction, nameAt(u.raw, at), unqualified("function", ns))
 		}
 		if args, _ := n["args"].([]any); len(args) > 0 {
 			u.regString(ns[len(ns)-1], args[0])
 		}
 	case "TypeName":
-		u.typeName(n)
+		ns := names(n["names"])
+		if pct, _ := n["pct_type"].(bool); pct {
+			ns = ns[:len(ns)-1] // a column's type: the table needs a schema
+		}
+		// The grammar maps json to pg_catalog, but before PostgreSQL 16 it was a name.
+		if at >= 0 && (!u.qualified(ns) || ns[0] == "pg_catalog" && ns[1] == "json" && !strings.Contains(nameAt(u.raw, at), ".")) {
+			u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
+		}
 	case "TypeCast":
 		if c := get(n, "arg", "A_Const"); c != nil && at < 0 { // a typed literal: its string is data
 			u.data[u.at(loc(c))] = true
@@ -277,23 +271,24 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 		u.regString(tn[len(tn)-1], n["arg"])
 	case "CollateClause":
 		if ns := names(n["collname"]); !u.qualified(ns) {
-			at = skip(u.raw, at+len(phrase(u.raw, at, "COLLATE")), " \t\r\n")
+			at = skip(u.raw, at+len("COLLATE"), " \t\r\n") // the parser locates COLLATE
 			u.report(at, RuleCollation, nameAt(u.raw, at), unqualified("collation", ns))
 		}
 	case "RangeVar":
-		ns := []string{str(n["schemaname"]), str(n["relname"])}
-		if ns[0] == "" {
-			ns = ns[1:]
-		}
+		ns := slices.DeleteFunc([]string{str(n["schemaname"]), str(n["relname"])}, func(s string) bool { return s == "" })
 		if !u.qualified(ns) && !(len(ns) == 1 && u.ctes[ns[0]]) {
 			u.report(at, RuleRelation, nameAt(u.raw, at), unqualified("relation", ns))
 		}
-	case "ObjectWithArgs":
-		u.ddlName(names(n["objname"]), RuleFunction, true)
-	case "CreateTrigStmt":
-		u.ddlName(names(n["funcname"]), RuleFunction, true)
-	case "DropStmt", "CommentStmt":
-		u.ddlRelations(n)
+	case "ObjectWithArgs", "CreateTrigStmt": // the function they name
+		u.ddlName(append(names(n["objname"]), names(n["funcname"])...), RuleFunction, true)
+	case "DropStmt", "CommentStmt": // the relations they name
+		objs, _ := n["objects"].([]any) // DROP's; COMMENT ON's object is one
+		kind := strings.TrimPrefix(str(n["removeType"])+str(n["objtype"]), "OBJECT_")
+		for _, o := range append(objs, n["object"]) {
+			if get(o, "List") != nil && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+kind+" ") {
+				u.ddlName(names(o), RuleRelation, true)
+			}
+		}
 	case "DefElem":
 		if ns := names(n["arg"]); str(n["defname"]) == "owned_by" && len(ns) >= 2 {
 			u.ddlName(ns[:len(ns)-1], RuleRelation, true)
@@ -302,10 +297,19 @@ func (u *unit) node(typ string, n map[string]any, _ int) {
 		u.body(typ, n)
 	case "A_Const":
 		u.dollarCode(n)
+	case "PLpgSQL_expr":
+		u.plExpr(n, line, false)
+	case "PLpgSQL_var", "PLpgSQL_rec":
+		if n["lineno"] != nil {
+			u.declaration(typ, n, line)
+		}
+	case "PLpgSQL_stmt_dynexecute", "PLpgSQL_stmt_dynfors", "PLpgSQL_stmt_return_query", "PLpgSQL_stmt_open":
+		if e := get(n, dynamicFields[typ], "PLpgSQL_expr"); e != nil {
+			u.plExpr(e, line, true)
+			delete(n, dynamicFields[typ]) // not to be checked again
+		}
 	}
 }
-
-const simpleCase = "a simple CASE x WHEN v compares with the = operator looked up through search_path; write CASE WHEN x OPERATOR(pg_catalog.=) v"
 
 // syntaxStops are the A_Expr kinds that are syntax, with the word their
 // text ends with.
@@ -326,32 +330,28 @@ func (u *unit) syntax(at int, stop, op string) {
 // operator checks the operator ns at at; with subquery, of op ANY/ALL/SOME
 // (...), which is syntax unless written OPERATOR(op) ANY.
 func (u *unit) operator(ns []string, at int, subquery bool) {
-	if u.qualified(ns) {
-		return
-	}
-	op, isOperator := ns[len(ns)-1], u.startsWith(at, "OPERATOR")
-	if subquery && !isOperator {
+	switch op := ns[len(ns)-1]; {
+	case u.qualified(ns): // nothing to report
+	case strings.EqualFold(phrase(u.raw, at, "OPERATOR"), "OPERATOR"):
+		u.report(at, RuleOperator, u.raw[at:at+strings.IndexByte(u.raw[at:], ')')+1], unqualified("operator", ns))
+	case subquery:
 		text := op + " " + strings.Fields(phrase(u.raw, at+len(op), "") + " ANY")[0]
 		u.report(at, RuleSyntax, text, text+" (...) looks up the "+op+" operator through search_path; write OPERATOR(pg_catalog."+op+")"+text[len(op):])
-		return
+	default:
+		if u.format {
+			op = strings.ReplaceAll(op, "%", "%%")
+		} else if at+len(op) <= len(u.raw) {
+			op = u.raw[at : at+len(op)] // != is <>
+		}
+		u.report(at, RuleOperator, op, "operator "+op+" is looked up through search_path; write OPERATOR(pg_catalog."+op+")")
 	}
-	if u.format {
-		op = strings.ReplaceAll(op, "%", "%%")
-	} else if at+len(op) <= len(u.raw) {
-		op = u.raw[at : at+len(op)] // != is <>
-	}
-	text, reason := op, "operator "+op+" is looked up through search_path; write OPERATOR(pg_catalog."+op+")"
-	if isOperator {
-		text, reason = u.raw[at:at+strings.IndexByte(u.raw[at:], ')')+1], unqualified("operator", ns)
-	}
-	u.report(at, RuleOperator, text, reason)
 }
 
 // join checks NATURAL JOIN and JOIN ... USING, which the tree does not
 // locate: they are found before and after the right-hand item.
 func (u *unit) join(n map[string]any) {
 	first, last := -1, -1
-	each(map[string]any{"X": n["rarg"]}, 0, func(_ string, n map[string]any, _ int) {
+	each(n["rarg"], 0, func(_ string, n map[string]any, _ int) {
 		if l := loc(n); l >= 0 && (first < 0 || l < first) {
 			first = l
 		}
@@ -366,24 +366,6 @@ func (u *unit) join(n map[string]any) {
 	if at := wordIndex(u.raw, "USING", last, len(u.raw), false); n["usingClause"] != nil && at >= 0 {
 		u.report(at, RuleSyntax, u.raw[at:at+5], "JOIN ... USING"+reason)
 	}
-}
-
-// newKeywordTypes are types the grammar maps to pg_catalog that were
-// names looked up through search_path before PostgreSQL 16.
-var newKeywordTypes = map[string]bool{"json": true}
-
-func (u *unit) typeName(n map[string]any) {
-	ns, at := names(n["names"]), loc(n)
-	if pct, _ := n["pct_type"].(bool); pct {
-		ns = ns[:len(ns)-1] // a column's type: the table needs a schema
-	}
-	if at < 0 || u.qualified(ns) && !(ns[0] == "pg_catalog" && newKeywordTypes[ns[1]] && !strings.Contains(nameAt(u.raw, at), ".")) {
-		return
-	}
-	if u.startsWith(at, "SETOF") {
-		at = skip(u.raw, at+5, " \t\r\n")
-	}
-	u.report(at, RuleType, nameAt(u.raw, at), unqualified("type", ns)+" (int, bigint, boolean... are keywords that need none)")
 }
 
 // regTemplates turn the string that a reg* type or function reads as a
@@ -403,16 +385,12 @@ func (u *unit) regString(reg string, arg any) {
 	c := get(arg, "A_Const")
 	sv, isStr := c["sval"].(map[string]any)
 	for tmpl, regs := range regTemplates {
-		if !isStr || !slices.Contains(strings.Fields(regs), reg) {
-			continue
-		}
-		at := loc(c)
-		u.data[u.at(at)] = true
-		q := fmt.Sprintf(tmpl, str(sv["sval"]))
-		probe := &unit{run: &run{own: u.own, data: map[int]bool{}}, text: q, raw: q, format: u.format}
-		if probe.checkSQL(false); len(probe.found) > 0 {
-			_, _, end, _ := unquote(u.raw, at)
-			u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+		if at := loc(c); isStr && slices.Contains(strings.Fields(regs), reg) {
+			u.data[u.at(at)] = true
+			if len(check(fmt.Sprintf(tmpl, str(sv["sval"])), u.own, u.format)) > 0 {
+				_, _, end, _ := unquote(u.raw, at)
+				u.report(at, RuleString, u.raw[at:max(at, end)], "the string is read as "+reg+", which looks "+str(sv["sval"])+" up through search_path; qualify it with pg_catalog or an own schema")
+			}
 		}
 	}
 }
@@ -437,20 +415,6 @@ func (u *unit) ddlName(ns []string, r Rule, named bool) {
 	u.report(at, r, text, reason)
 }
 
-// ddlRelations checks the relations that DROP and COMMENT ON name.
-func (u *unit) ddlRelations(n map[string]any) {
-	kind, _ := n["removeType"].(string)
-	objs, _ := n["objects"].([]any)
-	if k, ok := n["objtype"].(string); ok {
-		kind, objs = k, []any{n["object"]}
-	}
-	for _, o := range objs {
-		if _, ok := o.(map[string]any)["List"]; ok && strings.Contains(" TABLE SEQUENCE VIEW MATVIEW INDEX FOREIGN_TABLE ", " "+strings.TrimPrefix(kind, "OBJECT_")+" ") {
-			u.ddlName(names(o), RuleRelation, true)
-		}
-	}
-}
-
 // dollarCode checks a dollar-quoted string constant as code (a statement,
 // an expression or the rest of one) if it parses as one: it may be run.
 func (u *unit) dollarCode(n map[string]any) {
@@ -461,7 +425,7 @@ func (u *unit) dollarCode(n map[string]any) {
 	for _, prefix := range []string{"", "SELECT ", "SELECT NULL "} {
 		if s, ok := u.literal(at); ok {
 			s = s.sub(prefix, s.text, s.raw, 0)
-			if stmts, err := s.parse(); err == nil {
+			if stmts, _, err := s.parse(); err == nil {
 				s.walkStmts(stmts)
 				return
 			}
