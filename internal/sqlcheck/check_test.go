@@ -237,6 +237,7 @@ func TestLexing(t *testing.T) {
 		{"unterminated string", "SELECT 1 < 2, 'abc", []string{"parse 'abc"}},
 		{"unterminated dollar", "SELECT 1 < 2, $x$ abc", []string{"parse $x$ abc"}},
 		{"unterminated comment", "SELECT 1 < 2 /* abc", []string{"parse /* abc"}},
+		{"PL/pgSQL the parser rejects", "DO $$ BEGIN IF 1 < 2 THEN END $$;", []string{"parse BEGIN IF"}},
 	})
 }
 
