@@ -304,10 +304,11 @@ func tail(b []byte) string {
 
 // LibraryHash names the library of a layout: the first 12 hex digits of
 // the SHA-256 of its spec (snowflake.Layout.String()) and, from release
-// 7, " protocol 7". Libraries of different layouts differ (the layout is
-// compiled in), and so do those of different state protocols: a server
-// keeps a loaded library by its path, and its databases at release 6 and
-// at release 7 each need their own (a library built before release 7 is
+// 7, " protocol N" with N its Release (7, and 8 from release 8).
+// Libraries of different layouts differ (the layout is compiled in), and
+// so do those of different state protocols: a server keeps a loaded
+// library by its path, and its databases at releases of different
+// protocols each need their own (a library built before release 7 is
 // named by the spec alone).
 func LibraryHash(spec string) string {
 	sum := sha256.Sum256([]byte(fmt.Sprintf("%s protocol %d", spec, Release)))
