@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A Rule names what kind of search_path lookup a Finding is.
@@ -56,7 +57,13 @@ func Check(sql []byte, opts Options) []Finding {
 			own[strings.ToLower(s)] = true
 		}
 	}
-	found := check(string(sql), own, false)
+	var found []Finding
+	if at := invalidUTF8(sql); at >= 0 { // the server refuses it too
+		found = []Finding{{Offset: at, Rule: RuleParse, Text: strconv.Quote(string(sql[at:min(len(sql), at+4)])),
+			Reason: "the SQL is not valid UTF-8, which PostgreSQL refuses, so nothing in it can be checked"}}
+	} else {
+		found = check(string(sql), own, false)
+	}
 	slices.SortStableFunc(found, func(a, b Finding) int { return a.Offset - b.Offset })
 	// The tree holds some nodes twice (a signature's argument types).
 	found = slices.CompactFunc(found, func(a, b Finding) bool { return a.Offset == b.Offset && a.Rule == b.Rule })
@@ -65,6 +72,18 @@ func Check(sql []byte, opts Options) []Finding {
 		found[i].Col = f.Offset - bytes.LastIndexByte(sql[:f.Offset], '\n')
 	}
 	return found
+}
+
+// invalidUTF8 returns where sql stops being UTF-8, or -1.
+func invalidUTF8(sql []byte) int {
+	for i := 0; i < len(sql); {
+		r, n := utf8.DecodeRune(sql[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return -1
 }
 
 // SkipUnsupported skips t, saying why, when Check cannot run in this build.

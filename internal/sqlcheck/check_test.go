@@ -238,6 +238,11 @@ func TestLexing(t *testing.T) {
 		{"unterminated dollar", "SELECT 1 < 2, $x$ abc", []string{"parse $x$ abc"}},
 		{"unterminated comment", "SELECT 1 < 2 /* abc", []string{"parse /* abc"}},
 		{"PL/pgSQL the parser rejects", "DO $$ BEGIN IF 1 < 2 THEN END $$;", []string{"parse BEGIN IF"}},
+		{"not UTF-8", "SELECT 1 < 2, 'a\xffb';", []string{`parse "\xffb';"`}},
+		{"not UTF-8 in PL/pgSQL", "DO $$ BEGIN PERFORM 'a\xfe' = 'b'; END $$;", []string{`parse "\xfe' ="`}},
+		{"a name format() fills in alone", "DO $$ BEGIN EXECUTE pg_catalog.format('CREATE FUNCTION %I() RETURNS integer LANGUAGE sql AS ''SELECT 1''', 'f'); END $$;",
+			[]string{"function __"}},
+		{"a schema format() fills in", "DO $$ BEGIN EXECUTE pg_catalog.format('CREATE FUNCTION %I.f() RETURNS integer LANGUAGE sql AS ''SELECT 1''', 'ids'); END $$;", nil},
 	})
 }
 

@@ -398,7 +398,7 @@ func (u *unit) regString(reg string, arg any) {
 // ddlName checks a name that DDL creates (named false) or names; the tree
 // does not locate it, so it is found from the statement's start.
 func (u *unit) ddlName(ns []string, r Rule, named bool) {
-	if len(ns) == 0 || u.qualified(ns) && (named || ns[len(ns)-2] != "pg_catalog") {
+	if len(ns) == 0 || u.qualified(ns) && (named || len(ns) >= 2 && ns[len(ns)-2] != "pg_catalog") {
 		return
 	}
 	at, text := u.stmt, strings.Join(ns, ".")
