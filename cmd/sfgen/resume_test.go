@@ -89,7 +89,11 @@ func TestResumeAfterSwitchover(t *testing.T) {
 		t.Errorf("sfgen resume again = %d, %q; want nothing to raise", code, out)
 	}
 	// --after an ID far above: the next IDs are above it; --json says so.
+	// The fast path's deadline a minute ahead, as no catch-up writes it:
+	// resume leaves the guard at 0, as a catch-up cut short does, so that
+	// the first call after it catches up by the schema's own release.
 	after := otherNode + 1<<22*1000
+	mustExecDB(t, db, "SELECT setval('public.snowflake_caught_up', (extract(epoch FROM clock_timestamp()) * 1000)::bigint + 60000)")
 	code, out, errOut = sfgen(t, "resume", "--dsn", dsn, "--after", fmt.Sprint(after), "--json")
 	var report struct {
 		Columns []struct {
@@ -101,6 +105,10 @@ func TestResumeAfterSwitchover(t *testing.T) {
 	}
 	if code != 0 || json.Unmarshal([]byte(out), &report) != nil || !report.Raised || report.Above != after || len(report.Columns) != 2 {
 		t.Fatalf("sfgen resume --after %d --json = %d, %q, %q", after, code, out, errOut)
+	}
+	var guard int64
+	if err := db.QueryRowContext(ctx, "SELECT pg_sequence_last_value('public.snowflake_caught_up')").Scan(&guard); err != nil || guard != 0 {
+		t.Errorf("the guard after resume --after = %d, %v; want 0", guard, err)
 	}
 	var next int64
 	if err := db.QueryRowContext(ctx, "INSERT INTO orders (n) VALUES (3) RETURNING id").Scan(&next); err != nil || next <= after {
