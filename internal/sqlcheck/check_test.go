@@ -283,10 +283,11 @@ func TestPositions(t *testing.T) {
 	SkipUnsupported(t)
 	sql := "SELECT 1\n  + 2;\n" + // + at 2:3, offset 11
 		"DO $$\nDECLARE x pg_catalog.timestamptz;\nBEGIN\n\tx := now();\nEND $$;\n" + // now at 6:7 (a tab is one byte)
-		`CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS 'SELECT ''é'' || 1';` + "\n" // || at 8:77 (é is two bytes)
+		`CREATE FUNCTION "public".f() RETURNS integer LANGUAGE sql AS 'SELECT ''é'' || 1';` + "\n" + // || at 8:77 (é is two bytes)
+		"DO $$ BEGIN\n  perform\n    1 < 2; Perform 3 > 4;\nEND $$;\n" // < at 11:7, > at 11:22 (PERFORM in any case, a line break after it)
 	got := Check([]byte(sql), own)
-	want := [][3]int{{2, 3, 11}, {6, 7, 0}, {8, 77, 0}}
-	if len(got) != 3 {
+	want := [][3]int{{2, 3, 11}, {6, 7, 0}, {8, 77, 0}, {11, 7, 0}, {11, 22, 0}}
+	if len(got) != len(want) {
 		t.Fatalf("got %v", got)
 	}
 	for i, w := range want {

@@ -42,7 +42,11 @@ func (u *unit) lineStart(line int) int {
 // out); if nowhere, the line's start and false.
 func (u *unit) find(q string, line int) (int, bool) {
 	from := u.lineStart(line)
-	re := regexp.MustCompile(strings.ReplaceAll(regexp.QuoteMeta(q), " ", "(?s:.)"))
+	pattern := strings.ReplaceAll(regexp.QuoteMeta(q), " ", "(?s:.)")
+	if strings.HasPrefix(q, "PERFORM") { // a keyword: any case
+		pattern = "(?i:PERFORM)" + pattern[len("PERFORM"):]
+	}
+	re := regexp.MustCompile(pattern)
 	for _, m := range re.FindAllStringIndex(u.text[from:], -1) {
 		if key := fmt.Sprint("e", from+m[0]); strings.TrimSpace(q) != "" && !u.used[key] {
 			u.used[key] = true
@@ -65,9 +69,10 @@ func (u *unit) plExpr(e map[string]any, line int, dynamic bool) {
 		prefix = ""
 	}
 	at, found := u.find(q, line)
-	if t := strings.TrimSpace(q); !found && strings.HasPrefix(t, "SELECT ") { // PERFORM f() is SELECT f()
-		if at, found = u.find("PERFORM"+t[6:], line); found {
-			q = " SELECT" + t[6:]
+	// PERFORM f() is SELECT f(), with the white space after PERFORM.
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(q), "SELECT"); !found && ok && strings.TrimLeft(rest, " \t\r\n") != rest {
+		if at, found = u.find("PERFORM"+rest, line); found {
+			q = " SELECT" + rest
 		}
 	}
 	raw := q
