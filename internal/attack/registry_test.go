@@ -17,12 +17,12 @@ import (
 
 // The attacks of issue 22 and 31 that release 4's SQL defends against:
 // each must succeed on release 3 (its plain script, as psql -f runs it),
-// which proves the test can tell, and fail on release 4.
+// which proves the test can tell, and fail on release 4 and the latest.
 
-// forReleases34 runs f on release 3 and release 4.
+// forReleases34 runs f on release 3, release 4 and the latest release.
 func forReleases34(t *testing.T, f func(t *testing.T, release int)) {
 	t.Helper()
-	for _, r := range []int{3, 4} {
+	for _, r := range []int{3, 4, sqlgen.Latest} {
 		t.Run(fmt.Sprintf("release%d", r), func(t *testing.T) { f(t, r) })
 	}
 }
@@ -98,6 +98,33 @@ func TestAttackLeasedNodeGivenToSchema(t *testing.T) {
 			t.Errorf("set_node of a leased node: %v; want SF204 naming the lease", err)
 		}
 		judge34(t, release, err == nil, fmt.Sprintf("ids2.snowflake_set_node(%d, %d) of ids's leased node: %v", l.dc, l.m, err))
+	})
+}
+
+// TestAttackReserveHeldNode: schema ids2 reserves a node another maker of
+// the database holds: schema ids's own node, then a node leased in ids.
+// Release 3 reserves both (the reservation's maker and the holder then
+// share a node); from release 4 each is refused (SF204), naming the holder.
+func TestAttackReserveHeldNode(t *testing.T) {
+	forReleases34(t, func(t *testing.T, release int) {
+		e := newEnv(t)
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 0, Machine: 0})
+		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids2", Datacenter: 1, Machine: 1})
+		l := e.take("ids", "service", time.Minute)
+		if l.err != nil {
+			t.Fatal(l.err)
+		}
+		for _, tc := range []struct {
+			dc, m  int64
+			holder string
+		}{{0, 0, "schema ids's own node"}, {l.dc, l.m, "held by a lease in schema ids (holder service)"}} {
+			_, err := e.db.ExecContext(context.Background(), "SELECT ids2.snowflake_lease_reserve($1::integer, $2::integer, 'elsewhere')", tc.dc, tc.m)
+			var pe *pgconn.PgError
+			if release >= 4 && (!errors.As(err, &pe) || pe.Code != "SF204" || !strings.Contains(pe.Message, tc.holder)) {
+				t.Errorf("reserve node %d/%d (%s): %v; want SF204 naming it", tc.dc, tc.m, tc.holder, err)
+			}
+			judge34(t, release, err == nil, fmt.Sprintf("ids2.snowflake_lease_reserve(%d, %d) of a node %s: %v", tc.dc, tc.m, tc.holder, err))
+		}
 	})
 }
 
