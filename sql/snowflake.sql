@@ -920,16 +920,16 @@ held_bits bigint[] := '{}';
     held_kind pg_catalog.text[] := '{}';
     held_schema pg_catalog.text[] := '{}';
     held_holder pg_catalog.text[] := '{}';
+    holders_i integer;
+    check_bits bigint;
+    check_self pg_catalog.text;
     holders_s pg_catalog.record;
     holders_t pg_catalog.regclass;
     holders_new boolean;
     found_bits bigint[];
     found_kind pg_catalog.text[];
     found_holder pg_catalog.text[];
-    holders_i integer;
-    check_bits bigint;
-    check_self pg_catalog.text;
-    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_marked integer := 0;
     holders_rows integer;
 BEGIN
 -- The schemas read: those whose sfgen functions this schema's owner
@@ -1026,21 +1026,13 @@ LANGUAGE plpgsql VOLATILE STRICT PARALLEL UNSAFE
 SET search_path = pg_catalog, pg_temp
 AS $fn$
 DECLARE
-held_bits bigint[] := '{}';
+    held_bits bigint[] := '{}';
     held_kind pg_catalog.text[] := '{}';
     held_schema pg_catalog.text[] := '{}';
     held_holder pg_catalog.text[] := '{}';
-    holders_s pg_catalog.record;
-    holders_t pg_catalog.regclass;
-    holders_new boolean;
-    found_bits bigint[];
-    found_kind pg_catalog.text[];
-    found_holder pg_catalog.text[];
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
-    holders_marked integer := 0; -- leases seen expired for the first time
-    holders_rows integer;
     citus_propagation pg_catalog.text;
 BEGIN
     IF datacenter_id OPERATOR(pg_catalog.<) 0 OR datacenter_id OPERATOR(pg_catalog.>) 31 THEN
@@ -1055,79 +1047,10 @@ BEGIN
     -- reservation or another schema of this database holds.
     check_bits := (datacenter_id::bigint OPERATOR(pg_catalog.<<) 17) OPERATOR(pg_catalog.|) (machine_id::bigint OPERATOR(pg_catalog.<<) 12);
     check_self := 'schema';
--- The schemas read: those whose sfgen functions this schema's owner
-    -- (the installing role, before there are any) or a superuser owns,
-    -- so that no other role's objects, nor code (a view, a trigger, a
-    -- policy), run as the giver, and no other role's lock can stall it.
-    FOR holders_s IN
-        SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            COALESCE(pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$'),
-                pg_catalog.substring(pg_catalog.pg_get_function_sqlbody(b.oid), E'^RETURN CASE WHEN \\(.+::regclass IS NOT NULL\\) THEN ''([0-9]+)''::bigint ELSE NULL::bigint END$'))::bigint AS bits,
-            lt.t
-        FROM pg_catalog.pg_namespace n
-        JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
-        LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
-            AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
-            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
-        -- Its lease table: a plain table of the same owner, without row
-        -- security, in its private schema, which that owner owns and lets
-        -- no other role into. (A release 3 schema's table, in the schema
-        -- itself, is not read: any role with USAGE there can lock it.)
-        LEFT JOIN LATERAL (
-            SELECT c.oid::pg_catalog.regclass AS t
-            FROM pg_catalog.pg_class c
-            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
-            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
-                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
-                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
-                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
-        ) AS lt ON true
-        WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
-            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
-                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
-                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
-                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
-        ORDER BY n.oid
-    LOOP
-        IF holders_s.bits IS NOT NULL THEN
-            held_bits := held_bits OPERATOR(pg_catalog.||) holders_s.bits;
-            held_kind := held_kind OPERATOR(pg_catalog.||) 'schema'::pg_catalog.text;
-            held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
-            held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
-        END IF;
-        holders_t := holders_s.t;
-        CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
-            OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
-        EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
-        holders_new := EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) holders_t
-            AND a.attname OPERATOR(pg_catalog.=) 'expired_seen_at' AND NOT a.attisdropped);
-        IF holders_new THEN
-            -- Release 4's table: a lease's node stays its holder's until a
-            -- TTL after the database first saw the lease expired (here),
-            -- so that a step of the database's clock cannot give it to
-            -- another maker while its holder still counts it as its own.
-            EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
-                WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
-            GET DIAGNOSTICS holders_rows = ROW_COUNT;
-            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
-        END IF;
-        EXECUTE pg_catalog.format($q$SELECT
-                COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
-                    OPERATOR(pg_catalog.|) (s.machine_id::bigint OPERATOR(pg_catalog.<<) 12) ORDER BY s.datacenter_id, s.machine_id), '{}'),
-                COALESCE(pg_catalog.array_agg(CASE WHEN s.expires_at OPERATOR(pg_catalog.=) 'infinity'::pg_catalog.timestamptz THEN 'reservation' ELSE 'lease' END
-                    ORDER BY s.datacenter_id, s.machine_id), '{}'),
-                COALESCE(pg_catalog.array_agg(s.holder ORDER BY s.datacenter_id, s.machine_id), '{}')
-            FROM %s AS s
-            WHERE s.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()%s$q$, holders_t,
-            CASE WHEN holders_new THEN $q$ OR s.expired_seen_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => s.ttl_ms::pg_catalog.float8 OPERATOR(pg_catalog./) 1000)
-                OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()$q$ ELSE '' END)
-            INTO found_bits, found_kind, found_holder;
-        held_bits := held_bits OPERATOR(pg_catalog.||) found_bits;
-        held_kind := held_kind OPERATOR(pg_catalog.||) found_kind;
-        held_schema := held_schema OPERATOR(pg_catalog.||) pg_catalog.array_fill(holders_s.nspname, ARRAY[pg_catalog.cardinality(found_bits)]);
-        held_holder := held_holder OPERATOR(pg_catalog.||) found_holder;
-    END LOOP;
+    SELECT COALESCE(pg_catalog.array_agg((h.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17) OPERATOR(pg_catalog.|) (h.machine_id::bigint OPERATOR(pg_catalog.<<) 12)), '{}'),
+        COALESCE(pg_catalog.array_agg(h.kind), '{}'), COALESCE(pg_catalog.array_agg(h.schema_name), '{}'), COALESCE(pg_catalog.array_agg(h.holder), '{}')
+    INTO held_bits, held_kind, held_schema, held_holder
+    FROM "public".snowflake_nodes_held() AS h;
 FOR holders_i IN 1 .. pg_catalog.cardinality(held_bits) LOOP
         CONTINUE WHEN held_bits[holders_i] OPERATOR(pg_catalog.<>) (check_bits);
         CONTINUE WHEN held_schema[holders_i] OPERATOR(pg_catalog.=) 'public' AND held_kind[holders_i] OPERATOR(pg_catalog.=) check_self;
@@ -1185,16 +1108,16 @@ held_bits bigint[] := '{}';
     held_kind pg_catalog.text[] := '{}';
     held_schema pg_catalog.text[] := '{}';
     held_holder pg_catalog.text[] := '{}';
+    holders_i integer;
+    check_bits bigint;
+    check_self pg_catalog.text;
     holders_s pg_catalog.record;
     holders_t pg_catalog.regclass;
     holders_new boolean;
     found_bits bigint[];
     found_kind pg_catalog.text[];
     found_holder pg_catalog.text[];
-    holders_i integer;
-    check_bits bigint;
-    check_self pg_catalog.text;
-    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_marked integer := 0;
     holders_rows integer;
 BEGIN
     -- The node, on the first install only: running this again, or an
@@ -1712,16 +1635,16 @@ held_bits bigint[] := '{}';
     held_kind pg_catalog.text[] := '{}';
     held_schema pg_catalog.text[] := '{}';
     held_holder pg_catalog.text[] := '{}';
+    holders_i integer;
+    check_bits bigint;
+    check_self pg_catalog.text;
     holders_s pg_catalog.record;
     holders_t pg_catalog.regclass;
     holders_new boolean;
     found_bits bigint[];
     found_kind pg_catalog.text[];
     found_holder pg_catalog.text[];
-    holders_i integer;
-    check_bits bigint;
-    check_self pg_catalog.text;
-    holders_marked integer := 0; -- leases seen expired for the first time
+    holders_marked integer := 0;
     holders_rows integer;
     now_ts pg_catalog.timestamptz;
     now_ms bigint;
@@ -1965,21 +1888,13 @@ AS $fn$
 -- holder names it. A node a live lease holds cannot be reserved.
 #variable_conflict use_column
 DECLARE
-held_bits bigint[] := '{}';
+    held_bits bigint[] := '{}';
     held_kind pg_catalog.text[] := '{}';
     held_schema pg_catalog.text[] := '{}';
     held_holder pg_catalog.text[] := '{}';
-    holders_s pg_catalog.record;
-    holders_t pg_catalog.regclass;
-    holders_new boolean;
-    found_bits bigint[];
-    found_kind pg_catalog.text[];
-    found_holder pg_catalog.text[];
     holders_i integer;
     check_bits bigint;
     check_self pg_catalog.text;
-    holders_marked integer := 0; -- leases seen expired for the first time
-    holders_rows integer;
     done boolean;
     leased boolean;
 BEGIN
@@ -1993,79 +1908,10 @@ BEGIN
     END IF;
     -- One maker a node (registry.sql.tmpl): a lease here keeps its own
     -- error (SF203); any other maker, a schema's own node included, SF204.
--- The schemas read: those whose sfgen functions this schema's owner
-    -- (the installing role, before there are any) or a superuser owns,
-    -- so that no other role's objects, nor code (a view, a trigger, a
-    -- policy), run as the giver, and no other role's lock can stall it.
-    FOR holders_s IN
-        SELECT n.oid, n.nspname::pg_catalog.text AS nspname,
-            COALESCE(pg_catalog.substring(b.prosrc, '^SELECT ([0-9]+)::bigint$'),
-                pg_catalog.substring(pg_catalog.pg_get_function_sqlbody(b.oid), E'^RETURN CASE WHEN \\(.+::regclass IS NOT NULL\\) THEN ''([0-9]+)''::bigint ELSE NULL::bigint END$'))::bigint AS bits,
-            lt.t
-        FROM pg_catalog.pg_namespace n
-        JOIN pg_catalog.pg_proc l ON l.pronamespace OPERATOR(pg_catalog.=) n.oid AND l.proname OPERATOR(pg_catalog.=) 'snowflake_layout' AND l.pronargs OPERATOR(pg_catalog.=) 0
-        LEFT JOIN pg_catalog.pg_proc b ON b.pronamespace OPERATOR(pg_catalog.=) n.oid AND b.proname OPERATOR(pg_catalog.=) 'snowflake_node_bits' AND b.pronargs OPERATOR(pg_catalog.=) 0
-            AND b.prolang OPERATOR(pg_catalog.=) (SELECT g.oid FROM pg_catalog.pg_language g WHERE g.lanname OPERATOR(pg_catalog.=) 'sql')
-            AND b.proowner OPERATOR(pg_catalog.=) l.proowner
-        -- Its lease table: a plain table of the same owner, without row
-        -- security, in its private schema, which that owner owns and lets
-        -- no other role into. (A release 3 schema's table, in the schema
-        -- itself, is not read: any role with USAGE there can lock it.)
-        LEFT JOIN LATERAL (
-            SELECT c.oid::pg_catalog.regclass AS t
-            FROM pg_catalog.pg_class c
-            JOIN pg_catalog.pg_namespace pn ON pn.oid OPERATOR(pg_catalog.=) c.relnamespace
-            WHERE pn.nspname OPERATOR(pg_catalog.=) (CASE WHEN pg_catalog.octet_length(n.nspname::pg_catalog.text) OPERATOR(pg_catalog.<=) 57 THEN n.nspname::pg_catalog.text OPERATOR(pg_catalog.||) '_sfgen'
-    ELSE pg_catalog.left(n.nspname::pg_catalog.text, 48) OPERATOR(pg_catalog.||) '_' OPERATOR(pg_catalog.||) pg_catalog.left(pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to(n.nspname::pg_catalog.text, 'UTF8')), 'hex'), 8) OPERATOR(pg_catalog.||) '_sfgen' END)
-                AND c.relname OPERATOR(pg_catalog.=) 'snowflake_lease' AND c.relkind OPERATOR(pg_catalog.=) 'r' AND NOT c.relrowsecurity
-                AND c.relowner OPERATOR(pg_catalog.=) l.proowner AND pn.nspowner OPERATOR(pg_catalog.=) l.proowner
-                AND NOT EXISTS (SELECT 1 FROM pg_catalog.aclexplode(pn.nspacl) AS a WHERE a.grantee OPERATOR(pg_catalog.<>) pn.nspowner)
-        ) AS lt ON true
-        WHERE pg_catalog.strpos(COALESCE(pg_catalog.pg_get_function_sqlbody(l.oid), l.prosrc), '''epoch=1288834974657 timestamp=41 datacenter=5 machine=5 sequence=12''') OPERATOR(pg_catalog.>) 0
-            AND (l.proowner OPERATOR(pg_catalog.=) COALESCE(
-                    (SELECT p.proowner FROM pg_catalog.pg_proc p WHERE p.oid OPERATOR(pg_catalog.=) pg_catalog.to_regprocedure('"public".snowflake_layout()')),
-                    (SELECT r.oid FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) CURRENT_USER))
-                OR (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.oid OPERATOR(pg_catalog.=) l.proowner))
-        ORDER BY n.oid
-    LOOP
-        IF holders_s.bits IS NOT NULL THEN
-            held_bits := held_bits OPERATOR(pg_catalog.||) holders_s.bits;
-            held_kind := held_kind OPERATOR(pg_catalog.||) 'schema'::pg_catalog.text;
-            held_schema := held_schema OPERATOR(pg_catalog.||) holders_s.nspname;
-            held_holder := held_holder OPERATOR(pg_catalog.||) NULL::pg_catalog.text;
-        END IF;
-        holders_t := holders_s.t;
-        CONTINUE WHEN holders_t IS NULL OR NOT pg_catalog.has_table_privilege(holders_t, 'SELECT')
-            OR NOT pg_catalog.has_table_privilege(holders_t, 'UPDATE');
-        EXECUTE pg_catalog.format('LOCK TABLE %s IN SHARE ROW EXCLUSIVE MODE', holders_t);
-        holders_new := EXISTS (SELECT 1 FROM pg_catalog.pg_attribute a WHERE a.attrelid OPERATOR(pg_catalog.=) holders_t
-            AND a.attname OPERATOR(pg_catalog.=) 'expired_seen_at' AND NOT a.attisdropped);
-        IF holders_new THEN
-            -- Release 4's table: a lease's node stays its holder's until a
-            -- TTL after the database first saw the lease expired (here),
-            -- so that a step of the database's clock cannot give it to
-            -- another maker while its holder still counts it as its own.
-            EXECUTE pg_catalog.format($q$UPDATE %s AS s SET expired_seen_at = pg_catalog.clock_timestamp()
-                WHERE s.expires_at OPERATOR(pg_catalog.<=) pg_catalog.clock_timestamp() AND s.expired_seen_at IS NULL$q$, holders_t);
-            GET DIAGNOSTICS holders_rows = ROW_COUNT;
-            holders_marked := holders_marked OPERATOR(pg_catalog.+) holders_rows;
-        END IF;
-        EXECUTE pg_catalog.format($q$SELECT
-                COALESCE(pg_catalog.array_agg((s.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17)
-                    OPERATOR(pg_catalog.|) (s.machine_id::bigint OPERATOR(pg_catalog.<<) 12) ORDER BY s.datacenter_id, s.machine_id), '{}'),
-                COALESCE(pg_catalog.array_agg(CASE WHEN s.expires_at OPERATOR(pg_catalog.=) 'infinity'::pg_catalog.timestamptz THEN 'reservation' ELSE 'lease' END
-                    ORDER BY s.datacenter_id, s.machine_id), '{}'),
-                COALESCE(pg_catalog.array_agg(s.holder ORDER BY s.datacenter_id, s.machine_id), '{}')
-            FROM %s AS s
-            WHERE s.expires_at OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()%s$q$, holders_t,
-            CASE WHEN holders_new THEN $q$ OR s.expired_seen_at OPERATOR(pg_catalog.+) pg_catalog.make_interval(secs => s.ttl_ms::pg_catalog.float8 OPERATOR(pg_catalog./) 1000)
-                OPERATOR(pg_catalog.>) pg_catalog.clock_timestamp()$q$ ELSE '' END)
-            INTO found_bits, found_kind, found_holder;
-        held_bits := held_bits OPERATOR(pg_catalog.||) found_bits;
-        held_kind := held_kind OPERATOR(pg_catalog.||) found_kind;
-        held_schema := held_schema OPERATOR(pg_catalog.||) pg_catalog.array_fill(holders_s.nspname, ARRAY[pg_catalog.cardinality(found_bits)]);
-        held_holder := held_holder OPERATOR(pg_catalog.||) found_holder;
-    END LOOP;
+    SELECT COALESCE(pg_catalog.array_agg((h.datacenter_id::bigint OPERATOR(pg_catalog.<<) 17) OPERATOR(pg_catalog.|) (h.machine_id::bigint OPERATOR(pg_catalog.<<) 12)), '{}'),
+        COALESCE(pg_catalog.array_agg(h.kind), '{}'), COALESCE(pg_catalog.array_agg(h.schema_name), '{}'), COALESCE(pg_catalog.array_agg(h.holder), '{}')
+    INTO held_bits, held_kind, held_schema, held_holder
+    FROM "public".snowflake_nodes_held() AS h;
     check_bits := (datacenter_id::bigint OPERATOR(pg_catalog.<<) 17) OPERATOR(pg_catalog.|) (machine_id::bigint OPERATOR(pg_catalog.<<) 12);
     check_self := 'reservation';
     SELECT true INTO leased FROM pg_catalog.generate_subscripts(held_bits, 1) AS i(i)
