@@ -79,25 +79,41 @@ func (e *env) take(schema, holder string, ttl time.Duration) taken {
 	return l
 }
 
+// twoSchemasOneLease installs release into schemas ids (node 0/0) and
+// ids2 (node 1/1) of one layout, and leases a node in ids to holder
+// "service".
+func twoSchemasOneLease(t *testing.T, release int) (*env, taken) {
+	t.Helper()
+	e := newEnv(t)
+	e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 0, Machine: 0})
+	e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids2", Datacenter: 1, Machine: 1})
+	l := e.take("ids", "service", time.Minute)
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	return e, l
+}
+
+// judgeHeld is judge34 for giving a node that holder holds: from release
+// 4, err must be SF204 naming holder.
+func judgeHeld(t *testing.T, release int, err error, holder, call string) {
+	t.Helper()
+	var pe *pgconn.PgError
+	if release >= 4 && (!errors.As(err, &pe) || pe.Code != "SF204" || !strings.Contains(pe.Message, holder)) {
+		t.Errorf("%s: %v; want SF204 naming %s", call, err, holder)
+	}
+	judge34(t, release, err == nil, fmt.Sprintf("%s of a node %s: %v", call, holder, err))
+}
+
 // TestAttackLeasedNodeGivenToSchema: issue 22's fourth attack. A node
 // leased in schema ids is given to schema ids2 of the same layout as its
 // own node: release 3 lets it (and two makers then shared 329,945 IDs);
 // release 4 refuses (SF204), naming the lease.
 func TestAttackLeasedNodeGivenToSchema(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
-		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 0, Machine: 0})
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids2", Datacenter: 1, Machine: 1})
-		l := e.take("ids", "service", time.Minute)
-		if l.err != nil {
-			t.Fatal(l.err)
-		}
+		e, l := twoSchemasOneLease(t, release)
 		_, err := e.db.ExecContext(context.Background(), "SELECT ids2.snowflake_set_node($1::integer, $2::integer)", l.dc, l.m)
-		var pe *pgconn.PgError
-		if release >= 4 && (!errors.As(err, &pe) || pe.Code != "SF204" || !strings.Contains(pe.Message, "held by a lease in schema ids (holder service)")) {
-			t.Errorf("set_node of a leased node: %v; want SF204 naming the lease", err)
-		}
-		judge34(t, release, err == nil, fmt.Sprintf("ids2.snowflake_set_node(%d, %d) of ids's leased node: %v", l.dc, l.m, err))
+		judgeHeld(t, release, err, "held by a lease in schema ids (holder service)", fmt.Sprintf("ids2.snowflake_set_node(%d, %d)", l.dc, l.m))
 	})
 }
 
@@ -107,23 +123,13 @@ func TestAttackLeasedNodeGivenToSchema(t *testing.T) {
 // share a node); from release 4 each is refused (SF204), naming the holder.
 func TestAttackReserveHeldNode(t *testing.T) {
 	forReleases34(t, func(t *testing.T, release int) {
-		e := newEnv(t)
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids", Datacenter: 0, Machine: 0})
-		e.script34(release, sqlgen.Options{Layout: snowflake.Twitter(), Schema: "ids2", Datacenter: 1, Machine: 1})
-		l := e.take("ids", "service", time.Minute)
-		if l.err != nil {
-			t.Fatal(l.err)
-		}
+		e, l := twoSchemasOneLease(t, release)
 		for _, tc := range []struct {
 			dc, m  int64
 			holder string
 		}{{0, 0, "schema ids's own node"}, {l.dc, l.m, "held by a lease in schema ids (holder service)"}} {
 			_, err := e.db.ExecContext(context.Background(), "SELECT ids2.snowflake_lease_reserve($1::integer, $2::integer, 'elsewhere')", tc.dc, tc.m)
-			var pe *pgconn.PgError
-			if release >= 4 && (!errors.As(err, &pe) || pe.Code != "SF204" || !strings.Contains(pe.Message, tc.holder)) {
-				t.Errorf("reserve node %d/%d (%s): %v; want SF204 naming it", tc.dc, tc.m, tc.holder, err)
-			}
-			judge34(t, release, err == nil, fmt.Sprintf("ids2.snowflake_lease_reserve(%d, %d) of a node %s: %v", tc.dc, tc.m, tc.holder, err))
+			judgeHeld(t, release, err, tc.holder, fmt.Sprintf("ids2.snowflake_lease_reserve(%d, %d)", tc.dc, tc.m))
 		}
 	})
 }
